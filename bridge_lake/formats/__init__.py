@@ -1,0 +1,1 @@
+"""Readers and writers of the recording formats bridge_lake ingests."""

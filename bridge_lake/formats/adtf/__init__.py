@@ -1,0 +1,24 @@
+"""ADTF recordings (IFHD container, ADTF 2 and ADTF 3 streams, DDL): read, decode, write.
+
+Format reference: shared/specs/adtf-dat-format.md. No Dagster import anywhere in here.
+"""
+
+from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
+from bridge_lake.formats.adtf.errors import AdtfError, DDLError
+from bridge_lake.formats.adtf.reader import DatFile, Item, Sample, Stream, open_dat, sniff
+from bridge_lake.formats.adtf.samples import Property, StreamType
+
+__all__ = [
+    "DDL",
+    "AdtfError",
+    "DDLError",
+    "DatFile",
+    "Item",
+    "Property",
+    "Sample",
+    "Stream",
+    "StreamType",
+    "open_dat",
+    "parse_ddl",
+    "sniff",
+]

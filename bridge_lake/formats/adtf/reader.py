@@ -1,0 +1,614 @@
+"""`open_dat`: the ADTF recording reader (every IFHD version from 0x0200 to 0x0500).
+
+The file is memory-mapped; samples are handed out as `memoryview`s into the map, so reading a
+20 GB file touches pages but never holds more than the current sample. Structure comes from
+the extension table (stream names, types, counts); the chunk walk is the truth, and every
+disagreement between the two is reported (strict mode raises, `strict=False` collects them in
+`DatFile.issues` and keeps reading, e.g. to recover a recording cut off by a crash).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from bridge_lake.formats.adtf import ddl as ddl_mod
+from bridge_lake.formats.adtf import ifhd
+from bridge_lake.formats.adtf.errors import (
+    AdtfError,
+    CountMismatchError,
+    DDLError,
+    ExtensionError,
+    SampleError,
+)
+from bridge_lake.formats.adtf.samples import (
+    ADTF2_ENVELOPE,
+    ADTF2_INDEXED_SAMPLE_CLASS,
+    ADTF3_ENVELOPE,
+    ADTF3_FLAG_INFO,
+    ADTF3_FLAG_SUBSTREAM,
+    MD_SERIALIZERS,
+    NS_SERIALIZERS,
+    Adtf2Type,
+    Property,
+    StreamType,
+    adtf2_envelope,
+    adtf2_sample_infos,
+    adtf3_envelope,
+    adtf3_sample_infos,
+    parse_adtf2_info,
+    parse_adtf3_info,
+    parse_stream_type,
+    read_string,
+)
+
+KIND_RAW = "raw"
+KIND_ADTF2 = "adtf2"
+KIND_ADTF3 = "adtf3"
+
+
+@dataclass
+class Stream:
+    """One stream of the recording, as its `index<N>` extension describes it."""
+
+    stream_id: int
+    name: str
+    item_count: int
+    """Chunks of this stream per the index: samples + triggers + stream-type changes."""
+    first_time_ns: int
+    last_time_ns: int
+    kind: str
+    """'adtf2', 'adtf3', or 'raw' (plain IFHD: no stream info, chunk body = payload)."""
+    stream_type: StreamType | None
+    """The initial stream type (ADTF 2 media types are mapped the way the vendor maps them)."""
+    serializer: str | None = None
+    adtf2: Adtf2Type | None = None
+    ddl: ddl_mod.DDL | None = None
+    ddl_struct: str | None = None
+    """DDL struct that describes each sample buffer, if any."""
+    stored_layout: str | None = None
+    """'serialized' if the file stores DDL-serialized buffers that `data` converts."""
+    stream_index_offset: int = 0
+    """Items overwritten by a history ring buffer (index_add<N>)."""
+    index_offset: int | None = None
+    """File offset of the `index<N>` payload (None for streams found only by the walk)."""
+
+    @property
+    def meta_type(self) -> str | None:
+        return self.stream_type.meta_type if self.stream_type else None
+
+
+class Sample:
+    """One sample. `data` is what the vendor reader returns, `raw` what the file stores."""
+
+    __slots__ = (
+        "_info",
+        "data",
+        "flags",
+        "offset",
+        "raw",
+        "sample_time_ns",
+        "stream_id",
+        "stream_index",
+        "substream_id",
+        "time_ns",
+    )
+
+    def __init__(
+        self,
+        stream_id: int,
+        time_ns: int,
+        sample_time_ns: int,
+        data: memoryview | bytes,
+        raw: memoryview,
+        flags: int,
+        substream_id: int,
+        stream_index: int,
+        offset: int,
+        info: tuple[str, memoryview] | None,
+    ) -> None:
+        self.stream_id = stream_id
+        self.time_ns = time_ns
+        self.sample_time_ns = sample_time_ns
+        self.data = data
+        self.raw = raw
+        self.flags = flags
+        self.substream_id = substream_id
+        self.stream_index = stream_index
+        self.offset = offset
+        self._info = info
+
+    def sample_info(self) -> dict[int, object]:
+        """The sample's info table (ADTF 2 sample infos / ADTF 3 info block), decoded."""
+        if self._info is None:
+            return {}
+        kind, raw = self._info
+        return (
+            adtf2_sample_infos(bytes(raw)) if kind == KIND_ADTF2 else adtf3_sample_infos(bytes(raw))
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Sample(stream_id={self.stream_id}, time_ns={self.time_ns}, "
+            f"sample_time_ns={self.sample_time_ns}, size={len(self.data)})"
+        )
+
+
+ITEM_SAMPLE = "sample"
+ITEM_TRIGGER = "trigger"
+ITEM_STREAM_TYPE = "stream_type"
+
+
+@dataclass(frozen=True)
+class Item:
+    """A chunk in file order: a sample, a trigger or a stream-type change."""
+
+    kind: str
+    stream_id: int
+    time_ns: int
+    stream_index: int
+    offset: int
+    flags: int
+    stream_type: StreamType | None
+    """For a stream_type item the new type; otherwise the type in effect for this item."""
+    sample: Sample | None = None
+
+
+@dataclass
+class WalkReport:
+    """What the last complete walk found, for cross-checks and `info`."""
+
+    chunks: int = 0
+    per_stream: dict[int, list[int]] = field(default_factory=dict)
+    """stream id -> [samples, triggers, types, first time, last time] (times in file unit)."""
+
+
+class DatFile:
+    """An open ADTF recording. Use `open_dat`; close it (or use `with`) to unmap the file."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, strict: bool = True, description: str | None = None
+    ) -> None:
+        self.path = str(path)
+        self.issues = ifhd.Issues(strict)
+        self._fd = Path(self.path).open("rb")  # noqa: SIM115 - closed in close()
+        try:
+            self.size = os.fstat(self._fd.fileno()).st_size
+            self._map: mmap.mmap | None = None
+            if self.size:
+                self._map = mmap.mmap(self._fd.fileno(), 0, access=mmap.ACCESS_READ)
+                if hasattr(mmap, "MADV_SEQUENTIAL"):
+                    self._map.madvise(mmap.MADV_SEQUENTIAL)
+            self._buf = memoryview(self._map) if self._map is not None else memoryview(b"")
+            self.header = ifhd.parse_header(self._buf, self.path)
+            self.extensions: list[ifhd.Extension] = []
+            self.streams: list[Stream] = []
+            self._by_id: dict[int, Stream] = {}
+            self.report = WalkReport()
+            self._load_index(description)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- structure -----------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return self.header.version
+
+    @property
+    def time_unit_ns(self) -> int:
+        return self.header.time_unit_ns
+
+    def _load_index(self, description: str | None) -> None:
+        h = self.header
+        try:
+            self.extensions = ifhd.parse_extensions(self._buf, h, self.path)
+        except ExtensionError as exc:
+            self.issues.report(exc)
+            return
+        adds: dict[int, ifhd.IndexAdd] = {}
+        infos: list[ifhd.StreamInfo] = []
+        for ext in self.extensions:
+            name = ext.identifier
+            if name.startswith("index_add") and name[9:].isdigit():
+                adds[int(name[9:])] = ifhd.parse_index_add(self._buf, ext, h.endian, self.path)
+            elif name.startswith("index") and name[5:].isdigit() and int(name[5:]) > 0:
+                infos.append(ifhd.parse_stream_info(self._buf, ext, h.endian, self.path))
+        sidecar = self._sidecar(description)
+        for info in infos:
+            stream = self._make_stream(info, sidecar)
+            add = adds.get(info.stream_id)
+            if add is not None:
+                stream.stream_index_offset = add.stream_index_offset
+            self.streams.append(stream)
+            self._by_id[stream.stream_id] = stream
+        self.streams.sort(key=lambda s: s.stream_id)
+        self._chunk_index_offset = adds[0].stream_index_offset if 0 in adds else 0
+
+    def _sidecar(self, description: str | None) -> ddl_mod.DDL | None:
+        """ADTF 2's `<file>.description` DDL (only consulted for versions < 0x0400)."""
+        if self.version >= 0x0400:
+            return None
+        path = Path(description) if description else Path(self.path + ".description")
+        if not path.is_file():
+            return None
+        try:
+            return ddl_mod.parse_ddl(path.read_bytes())
+        except DDLError as exc:
+            self.issues.report(DDLError(exc.reason, path=str(path), offset=0))
+            return None
+
+    def _make_stream(self, info: ifhd.StreamInfo, sidecar: ddl_mod.DDL | None) -> Stream:
+        unit = self.time_unit_ns
+        stream = Stream(
+            stream_id=info.stream_id,
+            name=info.name,
+            item_count=info.item_count,
+            first_time_ns=info.first_time * unit,
+            last_time_ns=info.last_time * unit,
+            kind=KIND_RAW,
+            stream_type=None,
+            index_offset=info.data_pos,
+        )
+        at = info.data_pos + ifhd.STREAM_INFO_HEADER_SIZE
+        if not len(info.info_data):
+            return stream
+        if self.version < 0x0400:
+            t = parse_adtf2_info(info.info_data, path=self.path, offset=at)
+            stream.kind, stream.adtf2, stream.stream_type = KIND_ADTF2, t, t.stream_type()
+            struct_name = sidecar.streams.get(info.name) if sidecar else None
+            if struct_name and struct_name in sidecar.structs and (t.major, t.sub) == (0, 0):
+                stream.ddl, stream.ddl_struct, stream.stored_layout = (
+                    sidecar,
+                    struct_name,
+                    "serialized",
+                )
+                stream.stream_type.properties.update(
+                    {
+                        "md_struct": Property("cString", struct_name),
+                        "md_data_serialized": Property("tBool", "false"),
+                    }
+                )
+            return stream
+        stype, serializer = parse_adtf3_info(info.info_data, path=self.path, offset=at)
+        stream.kind, stream.stream_type, stream.serializer = KIND_ADTF3, stype, serializer
+        self._attach_ddl(stream, stype, at)
+        return stream
+
+    def _attach_ddl(self, stream: Stream, stype: StreamType, at: int) -> None:
+        struct_prop = stype.properties.get("md_struct")
+        defs = stype.properties.get("md_definitions")
+        if struct_prop is None or defs is None:
+            return
+        try:
+            parsed = ddl_mod.parse_ddl(defs.value)
+        except DDLError as exc:
+            self.issues.report(DDLError(exc.reason, path=self.path, offset=at))
+            return
+        if struct_prop.value in parsed.structs:
+            stream.ddl, stream.ddl_struct = parsed, struct_prop.value
+            if stream.serializer in MD_SERIALIZERS:
+                stream.stored_layout = "serialized"
+
+    def stream(self, key: int | str) -> Stream:
+        """A stream by id or by name."""
+        for s in self.streams:
+            if key in (s.stream_id, s.name):
+                return s
+        raise KeyError(key)
+
+    def extension(self, identifier: str) -> memoryview | None:
+        """An extension's payload (zero-copy), or None if the file has no such extension."""
+        for ext in self.extensions:
+            if ext.identifier == identifier:
+                return self._buf[ext.data_pos : ext.data_pos + ext.data_size]
+        return None
+
+    @property
+    def referenced_files(self) -> list[Path]:
+        """The other parts of a split recording (`referencedfiles`), resolved to paths."""
+        payload = self.extension("referencedfiles")
+        if not payload:
+            return []
+        names = [n for n in bytes(payload).split(b"\0") if n]
+        here = Path(self.path).parent
+        return [(here / n.decode("utf-8", "replace")).resolve() for n in names]
+
+    def index0(self) -> np.ndarray:
+        """The master index (sparse seek table) as a structured numpy array."""
+        for ext in self.extensions:
+            if ext.identifier == "index0":
+                return ifhd.parse_index0(self._buf, ext, self.header.endian, self.path)
+        return np.zeros(0, dtype=ifhd.index0_dtype(self.header.endian))
+
+    # -- walking ---------------------------------------------------------------------------
+
+    def _walker(self) -> ifhd.ChunkWalker:
+        return ifhd.ChunkWalker(self._buf, self.header, self.path, self.issues, self.size)
+
+    def _unknown_stream(self, sid: int, pos: int) -> Stream:
+        """A stream met in the walk but absent from the index (recovery of a damaged file).
+
+        Its envelope is guessed from the file version and validated per chunk."""
+        stream = Stream(
+            stream_id=sid,
+            name="",
+            item_count=0,
+            first_time_ns=0,
+            last_time_ns=0,
+            kind=KIND_ADTF3 if self.version >= 0x0400 else KIND_ADTF2,
+            stream_type=None,
+            serializer=None,
+        )
+        if self.extensions:
+            self.issues.report(
+                CountMismatchError(
+                    f"chunk of stream {sid}, which has no index", path=self.path, offset=pos
+                )
+            )
+        self._by_id[sid] = stream
+        self.streams.append(stream)
+        self.streams.sort(key=lambda s: s.stream_id)
+        return stream
+
+    def _sample(self, stream: Stream, pos: int, t: int, size: int, sidx: int) -> Sample:
+        buf = self._buf
+        body, end = pos + ifhd.CHUNK_HEADER_SIZE, pos + size
+        unit = self.time_unit_ns
+        sid = stream.stream_id
+        kind = stream.kind
+        if kind == KIND_ADTF3:
+            stime, flags, start, stop, info_end, substream = adtf3_envelope(
+                buf, body, end, path=self.path
+            )
+            if stream.serializer not in NS_SERIALIZERS:
+                stime *= 1000
+            info = (KIND_ADTF3, buf[stop:info_end]) if info_end > stop else None
+        elif kind == KIND_ADTF2:
+            stime, flags, start, stop, info_end = adtf2_envelope(buf, body, end, path=self.path)
+            stime *= 1000
+            info = (KIND_ADTF2, buf[stop:info_end]) if info_end > stop else None
+            substream = 0
+            if stream.adtf2 is not None and stream.adtf2.sample_class == ADTF2_INDEXED_SAMPLE_CLASS:
+                if stop - start < 4:
+                    raise SampleError(
+                        "indexed sample shorter than its id", path=self.path, offset=start
+                    )
+                substream = int.from_bytes(buf[start : start + 4], "little")
+                start += 4
+        else:
+            return Sample(
+                sid, t * unit, t * unit, buf[body:end], buf[body:end], 0, 0, sidx, pos, None
+            )
+        raw = buf[start:stop]
+        data: memoryview | bytes = raw
+        if stream.stored_layout is not None:
+            data = ddl_mod.convert(stream.ddl, stream.ddl_struct, raw, "serialized", "deserialized")
+        return Sample(sid, t * unit, stime, data, raw, flags, substream, sidx, pos, info)
+
+    def items(self) -> Iterator[Item]:
+        """Every chunk in reading order (ring order for history files), classified.
+
+        When the walk completes, counts are cross-checked against the header and the index.
+        """
+        walker = self._walker()
+        report = WalkReport()
+        current: dict[int, StreamType | None] = {s.stream_id: s.stream_type for s in self.streams}
+        unit = self.time_unit_ns
+        for pos, t, _, size, sid, flags, sidx in walker:
+            stream = self._by_id.get(sid) or self._unknown_stream(sid, pos)
+            sidx -= stream.stream_index_offset
+            counts = report.per_stream.setdefault(sid, [0, 0, 0, t, t])
+            counts[4] = t
+            if flags & ifhd.FLAG_TRIGGER:
+                counts[1] += 1
+                yield Item(ITEM_TRIGGER, sid, t * unit, sidx, pos, flags, current.get(sid))
+            elif flags & ifhd.FLAG_TYPE:
+                counts[2] += 1
+                text, _ = read_string(self._buf, pos + 32, pos + size, path=self.path)
+                stype = parse_stream_type(text, path=self.path, offset=pos + 32)
+                current[sid] = stype
+                yield Item(ITEM_STREAM_TYPE, sid, t * unit, sidx, pos, flags, stype)
+            else:
+                counts[0] += 1
+                try:
+                    sample = self._sample(stream, pos, t, size, sidx)
+                except SampleError as exc:
+                    if stream.index_offset is not None:
+                        self.issues.report(exc)
+                    sample = self._sample(_raw_view(stream), pos, t, size, sidx)
+                yield Item(ITEM_SAMPLE, sid, t * unit, sidx, pos, flags, current.get(sid), sample)
+        report.chunks = walker.chunks_read
+        self.report = report
+        self._cross_check(walker, report)
+
+    def samples(self) -> Iterator[Sample]:
+        """Samples only, in reading order (time order for sequential and history files)."""
+        for item in self.items():
+            if item.sample is not None:
+                yield item.sample
+
+    def _cross_check(self, walker: ifhd.ChunkWalker, report: WalkReport) -> None:
+        if not self.extensions:
+            return
+        if walker.chunks_read != self.header.chunk_count:
+            self.issues.report(
+                CountMismatchError(
+                    f"header says {self.header.chunk_count} chunks, the walk found "
+                    f"{walker.chunks_read}",
+                    path=self.path,
+                    offset=40,
+                )
+            )
+        for s in self.streams:
+            found = sum(report.per_stream.get(s.stream_id, [0, 0, 0])[:3])
+            if s.index_offset is not None and found != s.item_count:
+                self.issues.report(
+                    CountMismatchError(
+                        f"stream {s.stream_id} ({s.name}): index says {s.item_count} items, "
+                        f"the walk found {found}",
+                        path=self.path,
+                        offset=s.index_offset,
+                    )
+                )
+
+    # -- vectorized access -----------------------------------------------------------------
+
+    def sample_table(self, key: int | str) -> dict[str, np.ndarray]:
+        """Per-sample arrays of one stream: chunk time, sample time, buffer offset and length,
+        substream id. Only chunk positions are collected in the walk; the envelopes are then
+        read for all samples at once with numpy."""
+        stream = self.stream(key)
+        positions = array("q")
+        times = array("q")
+        for pos, t, _, _, sid, flags, _ in self._walker():
+            if sid == stream.stream_id and not flags & (ifhd.FLAG_TRIGGER | ifhd.FLAG_TYPE):
+                positions.append(pos)
+                times.append(t)
+        pos = np.frombuffer(positions, dtype=np.int64)
+        out = {"time_ns": np.frombuffer(times, dtype=np.int64) * self.time_unit_ns}
+        data = np.frombuffer(self._buf, dtype=np.uint8)
+        le = {c: np.dtype("<" + c) for c in ("i8", "u8", "i4", "u4")}
+        if stream.kind == KIND_ADTF3:
+            stime = ddl_mod._scalars(data, pos + 32, le["i8"])
+            flags = ddl_mod._scalars(data, pos + 40, le["i4"])
+            length = ddl_mod._scalars(data, pos + 44, le["u8"]).astype(np.int64)
+            start = pos + 32 + ADTF3_ENVELOPE.size
+            sub = np.zeros(len(pos), dtype=np.int64)
+            has_sub = (flags & ADTF3_FLAG_SUBSTREAM) != 0
+            if has_sub.any():
+                at = start + length
+                info = (flags & ADTF3_FLAG_INFO) != 0
+                if info.any():
+                    at = at + np.where(info, 5 + ddl_mod._scalars(data, at + 1, le["u4"]), 0)
+                sub[has_sub] = ddl_mod._scalars(data, at[has_sub], le["u4"])
+            out["sample_time_ns"] = stime if stream.serializer in NS_SERIALIZERS else stime * 1000
+        elif stream.kind == KIND_ADTF2:
+            length = ddl_mod._scalars(data, pos + 33, le["u4"]).astype(np.int64)
+            out["sample_time_ns"] = ddl_mod._scalars(data, pos + 37, le["i8"]) * 1000
+            start = pos + 32 + ADTF2_ENVELOPE.size
+            sub = np.zeros(len(pos), dtype=np.int64)
+        else:
+            size = ddl_mod._scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+            length = size.astype(np.int64) - 32
+            start = pos + 32
+            out["sample_time_ns"] = out["time_ns"]
+            sub = np.zeros(len(pos), dtype=np.int64)
+        chunk_size = ddl_mod._scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+        bad = start + length > pos + chunk_size
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise SampleError(
+                "sample buffer runs past its chunk", path=self.path, offset=int(pos[first])
+            )
+        out.update(offset=start, length=length, substream_id=sub)
+        return out
+
+    def decode(self, key: int | str, *, substream: int | None = None) -> pa.Table:
+        """All samples of a DDL-described stream as an Arrow table, in one vectorized pass.
+
+        Columns: `time_ns`, `sample_time_ns`, then one per struct element (nested structs as
+        Arrow structs, arrays as (fixed-size) lists). For substream streams pass the id.
+        """
+        stream = self.stream(key)
+        table = self.sample_table(stream.stream_id)
+        ddl, struct_name, layout = stream.ddl, stream.ddl_struct, stream.stored_layout
+        if substream is not None:
+            keep = table["substream_id"] == substream
+            table = {k: v[keep] for k, v in table.items()}
+            subs = stream.stream_type.substreams() if stream.stream_type else {}
+            match = [t for i, t in subs.values() if i == substream]
+            if not match:
+                raise KeyError(f"stream {stream.name} has no substream {substream}")
+            props = match[0].properties
+            if "md_struct" in props and "md_definitions" in props:
+                ddl = ddl_mod.parse_ddl(props["md_definitions"].value)
+                struct_name, layout = props["md_struct"].value, None
+        if ddl is None or struct_name is None:
+            raise DDLError(f"stream {stream.name!r} has no DDL description", path=self.path)
+        decoded = ddl_mod.decode(
+            ddl,
+            struct_name,
+            np.frombuffer(self._buf, dtype=np.uint8),
+            table["offset"],
+            table["length"],
+            layout=layout or "deserialized",
+            path=self.path,
+        )
+        head = pa.table({"time_ns": table["time_ns"], "sample_time_ns": table["sample_time_ns"]})
+        for name, column in zip(decoded.column_names, decoded.columns, strict=True):
+            head = head.append_column(decoded.schema.field(name), column)
+        return head
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Unmap and close. Views handed out keep the map alive until they are released."""
+        self._buf = memoryview(b"")
+        if getattr(self, "_map", None) is not None:
+            # A caller still holding a sample view keeps the map alive; it closes with it.
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
+        self._fd.close()
+
+    def __enter__(self) -> DatFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _raw_view(stream: Stream) -> Stream:
+    """A copy of `stream` whose chunks are read as plain payload (after a bad envelope)."""
+    return Stream(
+        stream.stream_id, stream.name, stream.item_count, 0, 0, KIND_RAW, stream.stream_type
+    )
+
+
+def open_dat(
+    path: str | os.PathLike[str], *, strict: bool = True, description: str | None = None
+) -> DatFile:
+    """Open an ADTF recording (.dat/.adtfdat, IFHD 0x0200...0x0500).
+
+    strict=True raises the first format problem (a typed `AdtfError` naming file and offset);
+    strict=False reads on past damage and lists the problems in `DatFile.issues`.
+    `description` overrides the ADTF 2 DDL sidecar path (default `<path>.description`).
+    """
+    return DatFile(path, strict=strict, description=description)
+
+
+def sniff(head: bytes | str | os.PathLike[str]) -> tuple[bool, int | None]:
+    """(is an IFHD/ADTF file, its version) from the first 80 bytes, or a path to read them.
+
+    Cheap enough for a landing-zone scan: no mapping, no validation beyond magic, byte order
+    and version field."""
+    if not isinstance(head, bytes | bytearray | memoryview):
+        with Path(head).open("rb") as fh:
+            head = fh.read(80)
+    head = bytes(head[:80])
+    if len(head) < 8 or head[:4] != ifhd.MAGIC:
+        return False, None
+    order = head[72] if len(head) > 72 else 1
+    version = int.from_bytes(head[4:8], "big" if order == 2 else "little")
+    return True, version
+
+
+__all__ = [
+    "AdtfError",
+    "DatFile",
+    "Item",
+    "Sample",
+    "Stream",
+    "open_dat",
+    "sniff",
+]
