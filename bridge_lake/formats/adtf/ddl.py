@@ -619,3 +619,75 @@ def _write(ddl, e, fmt, count, values, out, pos, layout) -> None:
     order = e.byteorder if layout == "serialized" else "<"
     _grow(out, pos + pystruct.calcsize(f"{count}{fmt}"))
     pystruct.pack_into(f"{order}{count}{fmt}", out, pos, *values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+_ORDER_NAMES = {"<": "LE", ">": "BE"}
+_BITS = {"u1": 8, "i1": 8, "u2": 16, "i2": 16, "u4": 32, "i4": 32, "u8": 64, "i8": 64}
+_BITS.update({"f4": 32, "f8": 64})
+
+
+def render_ddl(ddl: DDL, *, root: str = "adtf:ddl", xmlns: str = 'xmlns:adtf="adtf"') -> str:
+    """A DDL 3 document (the ADTF 2 `.description` dialect) for `ddl`, streams included."""
+    from xml.sax.saxutils import quoteattr as q
+
+    out = [
+        '<?xml version="1.0" encoding="utf-8" standalone="no"?>',
+        f"<{root} {xmlns}>",
+        " <header>",
+        "  <language_version>3.00</language_version>",
+        "  <author>bridge_lake</author>",
+        "  <date_creation></date_creation>",
+        "  <date_change></date_change>",
+        "  <description>bridge_lake generated</description>",
+        " </header>",
+        " <datatypes>",
+    ]
+    for name, code in ddl.datatypes.items():
+        out.append(f'  <datatype name={q(name)} size="{_BITS[code]}" />')
+    out.append(" </datatypes>")
+    if ddl.constants:
+        out.append(" <constants>")
+        for name, value in ddl.constants.items():
+            out.append(f'  <constant name={q(name)} type="tInt32" value={q(value)} />')
+        out.append(" </constants>")
+    out.append(" <enums>")
+    for enum in ddl.enums.values():
+        out.append(f"  <enum name={q(enum.name)} type={q(enum.type)}>")
+        for key, value in enum.values.items():
+            out.append(f'   <element name={q(key)} value="{value}" />')
+        out.append("  </enum>")
+    out.append(" </enums>")
+    out.append(" <structs>")
+    for st in ddl.structs.values():
+        out.append(
+            f'  <struct alignment="{st.alignment}" name={q(st.name)} version={q(st.version)}>'
+        )
+        for e in st.elements:
+            attrs = [
+                f'alignment="{e.alignment}"',
+                f"arraysize={q(str(e.arraysize))}",
+                f'byteorder="{_ORDER_NAMES[e.byteorder]}"',
+            ]
+            if e.bytepos is not None:
+                attrs.append(f'bytepos="{e.bytepos}"')
+            if e.bitpos is not None:
+                attrs.append(f'bitpos="{e.bitpos}"')
+            if e.numbits is not None:
+                attrs.append(f'numbits="{e.numbits}"')
+            attrs += [f"name={q(e.name)}", f"type={q(e.type)}"]
+            if e.value is not None:
+                attrs.append(f"value={q(e.value)}")
+            out.append(f"   <element {' '.join(attrs)} />")
+        out.append("  </struct>")
+    out.append(" </structs>")
+    out.append(" <streams>")
+    for stream, struct_name in ddl.streams.items():
+        out.append(f'  <stream name={q(stream)} type="adtf.core.media_type">')
+        out.append(f'   <struct bytepos="0" name={q(struct_name)} type={q(struct_name)} />')
+        out.append("  </stream>")
+    out.append(" </streams>")
+    out.append(f"</{root}>")
+    return "\n".join(out) + "\n"

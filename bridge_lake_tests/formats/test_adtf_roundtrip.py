@@ -1,0 +1,151 @@
+"""write_dat -> vendor reader and write_dat -> our reader, for IFHD 0x0201, 0x0400, 0x0500."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from bridge_lake.formats.adtf import Property, StreamType, open_dat, parse_ddl
+from bridge_lake.formats.adtf.ddl import convert
+from bridge_lake.formats.adtf.writer import DatWriter, StreamSpec, WriteItem, write_dat
+
+adtf_file = pytest.importorskip("adtf_file")
+
+US = datetime.timedelta(microseconds=1)
+DDL_TEXT = """<ddl><structs>
+<struct name="tPair" alignment="4" version="1">
+  <element name="a" type="tUInt32" arraysize="1" bytepos="2" byteorder="BE" alignment="4"/>
+  <element name="b" type="tInt16" arraysize="3" bytepos="6" byteorder="LE" alignment="2"/>
+  <element name="c" type="tFloat64" arraysize="1" bytepos="12" byteorder="BE" alignment="8"/>
+</struct></structs></ddl>"""
+KINDS = {"sample": "Sample", "trigger": "Trigger", "stream_type": "StreamType"}
+
+
+def _write(path, version):
+    """Two streams with every item kind the version supports; returns what went in."""
+    ddl = parse_ddl(DDL_TEXT)
+    expected = []
+    with DatWriter(path, version=version, description="round\ntrip") as w:
+        if version < 0x0400:
+            a = w.add_stream("plain", major=0x0300, sub=3)
+            b = w.add_stream("pairs", ddl=ddl, ddl_struct="tPair", stream_id=7)
+        else:
+            a = w.add_stream(
+                "plain",
+                stream_type=StreamType("adtf/plaintype", {"c-type": Property("cString", "UINT32")}),
+            )
+            b = w.add_stream("pairs", stream_id=7)
+            stype = StreamType("adtf/anonymous", {"counter": Property("tUInt32", "1")})
+            w.write_stream_type(b, 500_000_000, stype)
+            expected.append(("StreamType", b, 500_000, None))
+        for i in range(300):
+            t = 1_000_000_000 + i * 3_333_000 + (777 if version >= 0x0500 else 0)
+            data = (i * 1_000_003).to_bytes(4, "little")
+            w.write_sample(a, t, data, sample_time_ns=t - 50_000_000)
+            expected.append(("Sample", a, t // 1000, (data, (t - 50_000_000) // 1000, 0)))
+            pair = (i).to_bytes(4, "little") + bytes(range(i % 5, i % 5 + 6)) + bytes(6)
+            pair += (float(i) / 3).hex().encode()[:8].ljust(8, b"\0")
+            if version < 0x0400:
+                stored = convert(ddl, "tPair", pair, "deserialized", "serialized")
+                w.write_sample(b, t + 1000, stored, sample_time_ns=t)
+                expected.append(("Sample", b, (t + 1000) // 1000, (pair, t // 1000, 0)))
+            else:
+                sub = i % 3
+                w.write_sample(b, t + 1000, pair, sample_time_ns=t, substream_id=sub)
+                expected.append(("Sample", b, (t + 1000) // 1000, (pair, t // 1000, sub)))
+                if i % 25 == 0:
+                    w.write_trigger(b, t + 2000)
+                    expected.append(("Trigger", b, (t + 2000) // 1000, None))
+    return expected
+
+
+def _vendor_items(path):
+    reader = adtf_file.create_reader(str(path))
+    out = []
+    while (item := reader.get_next_item()) is not None:
+        sample = None
+        if item.type.name == "Sample":
+            s = item.sample
+            sample = (bytes(s.buffer), s.time_stamp // US, s.substream_id)
+        out.append((item.type.name, item.stream_id, item.time_stamp // US, sample))
+    return reader, out
+
+
+@pytest.mark.parametrize("version", [0x0201, 0x0400, 0x0500])
+def test_vendor_reads_what_we_write(tmp_path, version):
+    path = tmp_path / "rt.dat"
+    expected = _write(path, version)
+    reader, items = _vendor_items(path)
+    assert reader.file_version == version
+    assert items == expected
+    streams = {s.stream_id: s for s in reader.streams}
+    assert sorted(streams) == [1, 7]
+    assert streams[7].name == "pairs"
+    assert streams[1].item_count == 300
+    assert streams[7].item_count == sum(1 for e in expected if e[1] == 7)
+    if version < 0x0400:
+        assert streams[7].initial_type.properties["md_struct"].value == "tPair"
+    assert streams[1].initial_type.meta_type == "adtf/plaintype"
+
+
+@pytest.mark.parametrize("version", [0x0201, 0x0400, 0x0500])
+def test_we_read_what_we_write(tmp_path, version):
+    path = tmp_path / "rt.dat"
+    expected = _write(path, version)
+    with open_dat(path) as f:
+        assert f.version == version
+        assert f.header.description == "round\ntrip"
+        got = []
+        for i in f.items():
+            sample = None
+            if i.sample is not None:
+                s = i.sample
+                sample = (bytes(s.data), s.sample_time_ns // 1000, s.substream_id)
+            got.append((KINDS[i.kind], i.stream_id, i.time_ns // 1000, sample))
+        assert got == expected
+        assert f.issues.items == []
+        index = f.index0()
+        assert len(index) >= 2
+        by_offset = {i.offset: i for i in f.items()}
+        for entry in index:
+            item = by_offset[int(entry["chunk_offset"])]
+            assert (int(entry["stream_id"]), int(entry["stream_index"])) == (
+                item.stream_id,
+                item.stream_index,
+            )
+            assert int(entry["time_stamp"]) * f.time_unit_ns == item.time_ns
+        if version >= 0x0500:
+            first = next(f.samples())
+            assert first.time_ns % 1000 == 777
+
+
+def test_ns_precision_survives_0x0500(tmp_path):
+    path = tmp_path / "ns.dat"
+    write_dat(
+        path,
+        [StreamSpec("s")],
+        [WriteItem(1, 1_685_541_246_900_900_501, b"x", sample_time_ns=1_685_541_246_900_814_003)],
+        version=0x0500,
+    )
+    with open_dat(path) as f:
+        s = next(f.samples())
+        assert (s.time_ns, s.sample_time_ns) == (
+            1_685_541_246_900_900_501,
+            1_685_541_246_900_814_003,
+        )
+
+
+def test_writer_refuses_time_going_back(tmp_path):
+    with DatWriter(tmp_path / "x.dat", version=0x0400) as w:
+        sid = w.add_stream("s")
+        w.write_sample(sid, 2_000_000, b"")
+        with pytest.raises(ValueError, match="back in time"):
+            w.write_sample(sid, 1_000_000, b"")
+
+
+def test_writer_output_is_deterministic(tmp_path):
+    a, b = tmp_path / "a.dat", tmp_path / "b.dat"
+    _write(a, 0x0500)
+    _write(b, 0x0500)
+    assert a.read_bytes() == b.read_bytes()
