@@ -298,14 +298,25 @@ class ChunkWalker:
     """
 
     def __init__(
-        self, buf: memoryview, header: FileHeader, path: str, issues: Issues, file_size: int
+        self,
+        buf: memoryview,
+        header: FileHeader,
+        path: str,
+        issues: Issues,
+        file_size: int,
+        *,
+        salvage: bool = False,
     ) -> None:
         self.buf = buf
         self.header = header
         self.path = path
         self.issues = issues
-        self.data_end = min(header.data_offset + header.data_size, file_size)
-        self.clamped = header.data_offset + header.data_size > file_size
+        self.salvage = salvage
+        claimed = header.data_offset + header.data_size
+        if salvage and (header.data_size == 0 or claimed > file_size):
+            claimed = file_size + 1  # a crashed writer's header: walk to the end of the file
+        self.data_end = min(claimed, file_size)
+        self.clamped = claimed > file_size
         self.chunks_read = 0
         self.stopped_at: int | None = None
 
@@ -325,6 +336,8 @@ class ChunkWalker:
                     offset=82,
                 )
             )
+        if self.salvage:
+            return self._salvage()
         return self._ring() if ring else self._sequential()
 
     def _check(self, pos: int, end: int) -> tuple[int, int, int, int, int, int, int] | None:
@@ -385,6 +398,32 @@ class ChunkWalker:
             self._check(pos, end)
             return
         self.chunks_read = n
+
+    def _salvage(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        """Walk without an index (extension table lost): ignore chunk_count, and stop at the
+        first header that is not plausible (stream id outside 1..512, time going back)."""
+        pos, prev_time, n = self.header.data_offset, 0, 0
+        while pos < self.data_end:
+            chunk = self._check(pos, self.data_end)
+            if chunk is None:
+                break
+            _, t, _, size, sid, _, _ = chunk
+            if not 0 < sid <= MAX_STREAM_ID or t < prev_time:
+                self.issues.report(
+                    ChunkError(
+                        f"implausible chunk header (stream {sid}, time {t}); salvage stops, "
+                        f"{self.data_end - pos} bytes not read",
+                        path=self.path,
+                        offset=pos,
+                    )
+                )
+                break
+            n += 1
+            self.chunks_read = n
+            yield chunk
+            prev_time = t
+            pos += _stride(size)
+        self.stopped_at = pos
 
     def _ring(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
         h = self.header

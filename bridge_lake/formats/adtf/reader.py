@@ -193,6 +193,7 @@ class DatFile:
             self.streams: list[Stream] = []
             self._by_id: dict[int, Stream] = {}
             self.report = WalkReport()
+            self._salvage = False
             self._load_index(description)
         except BaseException:
             self.close()
@@ -214,6 +215,7 @@ class DatFile:
             self.extensions = ifhd.parse_extensions(self._buf, h, self.path)
         except ExtensionError as exc:
             self.issues.report(exc)
+            self._salvage = True
             return
         adds: dict[int, ifhd.IndexAdd] = {}
         infos: list[ifhd.StreamInfo] = []
@@ -232,7 +234,6 @@ class DatFile:
             self.streams.append(stream)
             self._by_id[stream.stream_id] = stream
         self.streams.sort(key=lambda s: s.stream_id)
-        self._chunk_index_offset = adds[0].stream_index_offset if 0 in adds else 0
 
     def _sidecar(self, description: str | None) -> ddl_mod.DDL | None:
         """ADTF 2's `<file>.description` DDL (only consulted for versions < 0x0400)."""
@@ -333,7 +334,9 @@ class DatFile:
     # -- walking ---------------------------------------------------------------------------
 
     def _walker(self) -> ifhd.ChunkWalker:
-        return ifhd.ChunkWalker(self._buf, self.header, self.path, self.issues, self.size)
+        return ifhd.ChunkWalker(
+            self._buf, self.header, self.path, self.issues, self.size, salvage=self._salvage
+        )
 
     def _unknown_stream(self, sid: int, pos: int) -> Stream:
         """A stream met in the walk but absent from the index (recovery of a damaged file).
