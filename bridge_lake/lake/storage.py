@@ -1,0 +1,296 @@
+"""The lake's storage: one class that owns every write, local or on an object store.
+
+Partitions are written in a staging area outside the table and published in one step, so a
+reader (DuckDB, polars, a downstream asset) sees either the previous partition or the new
+one, never a half-written file. Locally publishing is a directory rename; on an object store
+every part is a single atomic object and the parts are copied into place only after all of
+them were uploaded (commit last), then stale parts are deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import TracebackType
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import paths
+
+DEFAULT_ROWS_PER_PART = 4_000_000
+"""A part file of a few hundred MB at most: big enough for fast scans, small enough to
+rewrite, and the unit in which a writer flushes to storage."""
+DEFAULT_ROW_GROUP_ROWS = 262_144
+"""Row groups of 256 Ki rows: time statistics per group let scans skip by time."""
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A lake rooted at a local path or an fsspec URL such as `s3://bucket/lake`."""
+
+    root: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def _fs_and_base(self) -> tuple[fsspec.AbstractFileSystem, str]:
+        fs, base = fsspec.core.url_to_fs(self.root, **dict(self.storage_options))
+        if self.is_local:
+            base = os.path.abspath(base)
+        return fs, base.rstrip("/")
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        return self._fs_and_base[0]
+
+    @property
+    def base(self) -> str:
+        """The root as the filesystem names it (no protocol; absolute when local)."""
+        return self._fs_and_base[1]
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.root or self.root.startswith("file://")
+
+    def url(self, path: str) -> str:
+        """A path inside the lake as a URL that DuckDB, polars and users can open."""
+        return path if self.is_local else f"{self.root.split('://', 1)[0]}://{path}"
+
+    # --- layout -------------------------------------------------------------------------
+
+    def table_dir(self, layer: str, table: str) -> str:
+        return paths.table_dir(self.base, layer, table)
+
+    def partition_dir(self, layer: str, table: str, drive_id: str) -> str:
+        return paths.partition_dir(self.base, layer, table, drive_id)
+
+    def partition_files(self, layer: str, table: str, drive_id: str) -> list[str]:
+        """The published part files of one partition, in part order; empty if absent."""
+        pdir = self.partition_dir(layer, table, drive_id)
+        self.fs.invalidate_cache(pdir)  # another process may have published since
+        if not self.fs.exists(pdir):
+            return []
+        files = self.fs.find(pdir, maxdepth=1)
+        return sorted(f for f in files if posixpath.basename(f).startswith("part-"))
+
+    def has_partition(self, layer: str, table: str, drive_id: str) -> bool:
+        return bool(self.partition_files(layer, table, drive_id))
+
+    def drives(self, layer: str, table: str) -> list[str]:
+        """Drive ids that have a published partition of this table."""
+        tdir = self.table_dir(layer, table)
+        if not self.fs.exists(tdir):
+            return []
+        out = []
+        for entry in self.fs.ls(tdir, detail=False):
+            name = posixpath.basename(entry.rstrip("/"))
+            if name.startswith("drive="):
+                out.append(name.removeprefix("drive="))
+        return sorted(out)
+
+    # --- writes -------------------------------------------------------------------------
+
+    def partition_writer(
+        self,
+        layer: str,
+        table: str,
+        drive_id: str,
+        schema: pa.Schema,
+        *,
+        rows_per_part: int = DEFAULT_ROWS_PER_PART,
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+    ) -> PartitionWriter:
+        """A streaming writer: feed record batches, publish on `commit()` (or leaving `with`)."""
+        return PartitionWriter(
+            self,
+            self.partition_dir(layer, table, drive_id),
+            schema,
+            rows_per_part=rows_per_part,
+            row_group_rows=row_group_rows,
+        )
+
+    def write_partition(
+        self, layer: str, table: str, drive_id: str, data: pa.Table, **kwargs: int
+    ) -> list[str]:
+        """Replace one partition with `data` atomically; returns the published files."""
+        with self.partition_writer(layer, table, drive_id, data.schema, **kwargs) as writer:
+            writer.write(data)
+        return writer.published
+
+    def read_partition(self, layer: str, table: str, drive_id: str) -> pa.Table:
+        files = self.partition_files(layer, table, drive_id)
+        if not files:
+            raise BridgeLakeError(f"no partition drive={drive_id} in {layer}/{table} of {self.root}")
+        return pa.concat_tables(pq.read_table(f, filesystem=self.fs) for f in files)
+
+    def write_bytes(self, relative_path: str, data: bytes) -> str:
+        """Write a small file (report, manifest) atomically at `<root>/<relative_path>`."""
+        target = posixpath.join(self.base, paths.safe_relative(relative_path))
+        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        if self.is_local:
+            tmp = f"{target}.{secrets.token_hex(6)}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        else:
+            self.fs.pipe_file(target, data)  # one PUT: atomic on object stores
+        return target
+
+    def _new_staging_dir(self) -> str:
+        return posixpath.join(self.base, paths.STAGING_DIR, secrets.token_hex(8))
+
+
+class PartitionWriter:
+    """Writes a partition part by part into staging, then publishes all parts at once."""
+
+    def __init__(
+        self,
+        lake: Lake,
+        target_dir: str,
+        schema: pa.Schema,
+        *,
+        rows_per_part: int,
+        row_group_rows: int,
+    ) -> None:
+        if rows_per_part <= 0 or row_group_rows <= 0:
+            raise ValueError("rows_per_part and row_group_rows must be positive")
+        self._lake = lake
+        self._fs = lake.fs
+        self._target = target_dir
+        self._schema = schema
+        self._rows_per_part = rows_per_part
+        self._row_group_rows = row_group_rows
+        self._staging = lake._new_staging_dir()
+        self._fs.makedirs(self._staging, exist_ok=True)
+        self._parts: list[str] = []
+        self._file: Any = None
+        self._writer: pq.ParquetWriter | None = None
+        self._rows_in_part = 0
+        self.rows_written = 0
+        self.published: list[str] = []
+        self._done = False
+
+    def __enter__(self) -> PartitionWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
+        """Append rows; a part is closed and a new one started every `rows_per_part` rows."""
+        if self._done:
+            raise BridgeLakeError(f"writer for {self._target} is already closed")
+        batches = data.to_batches() if isinstance(data, pa.Table) else (
+            [data] if isinstance(data, pa.RecordBatch) else data
+        )
+        for batch in batches:
+            if batch.schema != self._schema:
+                batch = pa.RecordBatch.from_arrays(
+                    [batch.column(n).cast(self._schema.field(n).type) for n in self._schema.names],
+                    schema=self._schema,
+                )
+            offset = 0
+            while offset < batch.num_rows:
+                if self._writer is None:
+                    self._open_part()
+                take = min(batch.num_rows - offset, self._rows_per_part - self._rows_in_part)
+                assert self._writer is not None
+                self._writer.write_batch(batch.slice(offset, take), row_group_size=self._row_group_rows)
+                offset += take
+                self._rows_in_part += take
+                self.rows_written += take
+                if self._rows_in_part >= self._rows_per_part:
+                    self._close_part()
+
+    def commit(self) -> list[str]:
+        """Publish the staged parts as the partition, replacing what was there."""
+        if self._done:
+            return self.published
+        if self._writer is None and not self._parts:
+            self._open_part()  # an empty partition still has a file: its schema is data too
+        self._close_part()
+        if self._lake.is_local:
+            self._publish_local()
+        else:
+            self._publish_object_store()
+        self._done = True
+        return self.published
+
+    def abort(self) -> None:
+        """Drop everything staged; the published partition stays as it was."""
+        if self._done:
+            return
+        self._done = True
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            finally:
+                self._file.close()
+        self._writer = None
+        if self._fs.exists(self._staging):
+            self._fs.rm(self._staging, recursive=True)
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _open_part(self) -> None:
+        path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
+        self._file = self._fs.open(path, "wb")
+        self._writer = pq.ParquetWriter(
+            self._file,
+            self._schema,
+            compression="zstd",
+            write_statistics=True,
+            use_dictionary=True,
+        )
+        self._parts.append(path)
+        self._rows_in_part = 0
+
+    def _close_part(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        if self._lake.is_local:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        self._file.close()
+        self._writer = None
+
+    def _publish_local(self) -> None:
+        parent = posixpath.dirname(self._target)
+        os.makedirs(parent, exist_ok=True)
+        old = None
+        if os.path.exists(self._target):
+            old = self._staging + ".old"
+            os.replace(self._target, old)
+        os.replace(self._staging, self._target)
+        if old is not None:
+            self._fs.rm(old, recursive=True)
+        self.published = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
+
+    def _publish_object_store(self) -> None:
+        final = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
+        existing = set(self._fs.find(self._target)) if self._fs.exists(self._target) else set()
+        for src, dst in zip(self._parts, final, strict=True):
+            self._fs.copy(src, dst)
+        stale = sorted(existing - set(final))
+        if stale:
+            self._fs.rm(stale)
+        self._fs.rm(self._staging, recursive=True)
+        self.published = final

@@ -1,0 +1,82 @@
+"""Fixtures shared by the whole suite: real test recordings, drive folders, a local S3."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+ADTF_TESTDATA = SHARED / "testdata" / "adtf"
+
+DRIVE_YAML = """vehicle: test-car
+source: adtf
+operator: alice
+route: ring road
+weather: sunny
+notes: fixture drive
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_adtf_drive(landing: Path, drive_id: str, *, drive_yaml: str | None = DRIVE_YAML) -> Path:
+    """A drive folder holding two real ADTF recordings (copied from shared/testdata)."""
+    d = landing / drive_id
+    d.mkdir(parents=True)
+    shutil.copy(ADTF_TESTDATA / "test_type_seek.dat", d / "test_type_seek.dat")
+    (d / "rec").mkdir()
+    shutil.copy(ADTF_TESTDATA / "test_file_rec_newfile.dat", d / "rec" / "front.dat")
+    shutil.copy(
+        ADTF_TESTDATA / "test_file_rec_newfile.dat.description", d / "rec" / "front.dat.description"
+    )
+    if drive_yaml is not None:
+        (d / "drive.yaml").write_text(drive_yaml)
+    return d
+
+
+@pytest.fixture
+def landing(tmp_path: Path) -> Path:
+    root = tmp_path / "landing"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """A real S3 API: moto's server on 127.0.0.1, used through s3fs like a real bucket."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_options(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    return {"client_kwargs": {"endpoint_url": s3_server}, "key": "testing", "secret": "testing"}
+
+
+@pytest.fixture
+def s3_bucket(s3_options: dict, request: pytest.FixtureRequest) -> str:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    name = "bl-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    fs.mkdir(name)
+    return name
