@@ -1,0 +1,476 @@
+"""Synthetic ADTF 3 drives: the streams a real test vehicle records, in a real .dat file.
+
+One drive is one IFHD 0x0500 recording (ns clock) with
+- `front_camera`: H.264 (PyAV/libx264) Annex-B access units, one per sample, key frames
+  flagged as index points;
+- `can_powertrain`, `can_chassis`: `tCANData` frames (spec §10.4), ~500 Hz each;
+- `lidar_top`: 10 Hz scans, DDL struct with a dynamic point array;
+- `gnss` 10 Hz and `imu` 100 Hz DDL structs.
+Every payload carries the device's own time stamp, which runs at a slightly different rate
+(tens of ppm) and offset than the recorder clock, as real sensors do; chunk times add a small
+transport latency to the capture time. All signals derive from one vehicle trajectory on an
+oval track, so the streams agree with each other. The output is byte-identical for a seed:
+numpy's seeded generator, single-threaded x264 and a content-derived GUID.
+
+Payloads are built per block of samples with numpy (no Python object per point or frame
+field); only the final chunk writes are per sample.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fractions
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import av
+import numpy as np
+
+from bridge_lake.formats.adtf.samples import Property, StreamType
+from bridge_lake.formats.adtf.writer import DatWriter
+
+START = dt.datetime(2024, 5, 14, 9, 30, tzinfo=dt.UTC)
+BLOCK = 20_000
+"""Samples written per generation block: bounds memory for long drives."""
+
+DDL_STRUCTS = {
+    "tCANData": """<struct name="tCANData" alignment="1" version="1">
+ <element name="ui8Tag" type="tUInt8" arraysize="1" bytepos="0" byteorder="LE" alignment="1"/>
+ <element name="ui8Channel" type="tUInt8" arraysize="1" bytepos="1" byteorder="LE" alignment="1"/>
+ <element name="tmTimeStamp" type="tInt64" arraysize="1" bytepos="2" byteorder="LE" alignment="1"/>
+ <element name="ui32Id" type="tUInt32" arraysize="1" bytepos="10" byteorder="LE" alignment="1"/>
+ <element name="ui8Length" type="tUInt8" arraysize="1" bytepos="14" byteorder="LE" alignment="1"/>
+ <element name="ui8Reserved" type="tUInt8" arraysize="1" bytepos="15" byteorder="LE" alignment="1"/>
+ <element name="ui16Flags" type="tUInt16" arraysize="1" bytepos="16" byteorder="LE" alignment="1"/>
+ <element name="ui16Reserved" type="tUInt16" arraysize="1" bytepos="18" byteorder="LE"
+   alignment="1"/>
+ <element name="ui32Reserved" type="tUInt32" arraysize="1" bytepos="20" byteorder="LE"
+   alignment="1"/>
+ <element name="aui8Data" type="tUInt8" arraysize="8" bytepos="24" byteorder="LE" alignment="1"/>
+</struct>""",
+    "tImuData": """<struct name="tImuData" alignment="1" version="1">
+ <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
+   alignment="1"/>
+ <element name="f32AccX" type="tFloat32" arraysize="1" bytepos="8" byteorder="LE" alignment="1"/>
+ <element name="f32AccY" type="tFloat32" arraysize="1" bytepos="12" byteorder="LE" alignment="1"/>
+ <element name="f32AccZ" type="tFloat32" arraysize="1" bytepos="16" byteorder="LE" alignment="1"/>
+ <element name="f32GyroX" type="tFloat32" arraysize="1" bytepos="20" byteorder="LE" alignment="1"/>
+ <element name="f32GyroY" type="tFloat32" arraysize="1" bytepos="24" byteorder="LE" alignment="1"/>
+ <element name="f32GyroZ" type="tFloat32" arraysize="1" bytepos="28" byteorder="LE" alignment="1"/>
+ <element name="f32Temperature" type="tFloat32" arraysize="1" bytepos="32" byteorder="LE"
+   alignment="1"/>
+</struct>""",
+    "tGnssFix": """<struct name="tGnssFix" alignment="1" version="1">
+ <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
+   alignment="1"/>
+ <element name="f64Latitude" type="tFloat64" arraysize="1" bytepos="8" byteorder="LE"
+   alignment="1"/>
+ <element name="f64Longitude" type="tFloat64" arraysize="1" bytepos="16" byteorder="LE"
+   alignment="1"/>
+ <element name="f64Altitude" type="tFloat64" arraysize="1" bytepos="24" byteorder="LE"
+   alignment="1"/>
+ <element name="f32Speed" type="tFloat32" arraysize="1" bytepos="32" byteorder="LE" alignment="1"/>
+ <element name="f32Heading" type="tFloat32" arraysize="1" bytepos="36" byteorder="LE"
+   alignment="1"/>
+ <element name="ui8FixType" type="tUInt8" arraysize="1" bytepos="40" byteorder="LE" alignment="1"/>
+ <element name="ui8Satellites" type="tUInt8" arraysize="1" bytepos="41" byteorder="LE"
+   alignment="1"/>
+ <element name="ui16Reserved" type="tUInt16" arraysize="1" bytepos="42" byteorder="LE"
+   alignment="1"/>
+</struct>""",
+    "tLidarPoint": """<struct name="tLidarPoint" alignment="1" version="1">
+ <element name="f32X" type="tFloat32" arraysize="1" bytepos="0" byteorder="LE" alignment="1"/>
+ <element name="f32Y" type="tFloat32" arraysize="1" bytepos="4" byteorder="LE" alignment="1"/>
+ <element name="f32Z" type="tFloat32" arraysize="1" bytepos="8" byteorder="LE" alignment="1"/>
+ <element name="f32Intensity" type="tFloat32" arraysize="1" bytepos="12" byteorder="LE"
+   alignment="1"/>
+</struct>""",
+    "tLidarScan": """<struct name="tLidarScan" alignment="1" version="1">
+ <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
+   alignment="1"/>
+ <element name="ui32FrameId" type="tUInt32" arraysize="1" bytepos="8" byteorder="LE"
+   alignment="1"/>
+ <element name="ui32PointCount" type="tUInt32" arraysize="1" bytepos="12" byteorder="LE"
+   alignment="1"/>
+ <element name="aPoints" type="tLidarPoint" arraysize="ui32PointCount" bytepos="16"
+   byteorder="LE" alignment="1"/>
+</struct>""",
+}
+
+CAN_DTYPE = np.dtype(
+    {
+        "names": ["tag", "channel", "stamp", "id", "length", "flags", "data"],
+        "formats": ["u1", "u1", "<i8", "<u4", "u1", "<u2", ("u1", 8)],
+        "offsets": [0, 1, 2, 10, 14, 16, 24],
+        "itemsize": 32,
+    }
+)
+IMU_DTYPE = np.dtype([("stamp", "<i8"), ("acc", "<f4", 3), ("gyro", "<f4", 3), ("temp", "<f4")])
+GNSS_DTYPE = np.dtype(
+    [
+        ("stamp", "<i8"),
+        ("lat", "<f8"),
+        ("lon", "<f8"),
+        ("alt", "<f8"),
+        ("speed", "<f4"),
+        ("heading", "<f4"),
+        ("fix", "u1"),
+        ("sats", "u1"),
+        ("reserved", "<u2"),
+    ]
+)
+LIDAR_HEAD = np.dtype([("stamp", "<i8"), ("frame", "<u4"), ("count", "<u4")])
+
+
+def _ddl_type(struct_name: str, *deps: str, meta_type: str = "adtf/default") -> StreamType:
+    defs = "<structs>" + "".join(DDL_STRUCTS[n] for n in (*deps, struct_name)) + "</structs>"
+    return StreamType(
+        meta_type,
+        {
+            "md_struct": Property("cString", struct_name),
+            "md_definitions": Property("cString", defs),
+            "md_data_serialized": Property("tBool", "false"),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Track:
+    """The vehicle on a 400 m x 120 m oval, sampled at 1 kHz; other rates interpolate it."""
+
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    heading: np.ndarray
+    speed: np.ndarray
+    yaw_rate: np.ndarray
+    accel: np.ndarray
+
+    @classmethod
+    def build(cls, seconds: float, rng: np.random.Generator) -> Track:
+        t = np.arange(int(seconds * 1000) + 1) / 1000.0
+        target = 14.0 + 4.0 * np.sin(2 * np.pi * t / 47.0 + rng.uniform(0, 6.3))
+        speed = np.clip(np.minimum(target, 2.5 * t), 0.0, None)
+        s = np.cumsum(speed) / 1000.0
+        straight, radius = 280.0, 60.0
+        lap = 2 * straight + 2 * np.pi * radius
+        u = s % lap
+        x, y, heading = np.empty_like(u), np.empty_like(u), np.empty_like(u)
+        seg = [u < straight, u < straight + np.pi * radius, u < 2 * straight + np.pi * radius]
+        a = seg[0]
+        x[a], y[a], heading[a] = u[a], 0.0, 0.0
+        b = ~seg[0] & seg[1]
+        phi = (u[b] - straight) / radius
+        x[b], y[b], heading[b] = straight + radius * np.sin(phi), radius * (1 - np.cos(phi)), phi
+        c = ~seg[1] & seg[2]
+        x[c], y[c], heading[c] = straight - (u[c] - straight - np.pi * radius), 2 * radius, np.pi
+        d = ~seg[2]
+        phi = (u[d] - 2 * straight - np.pi * radius) / radius
+        x[d], y[d] = -radius * np.sin(phi), radius * (1 + np.cos(phi))
+        heading[d] = np.pi + phi
+        yaw_rate = np.gradient(np.unwrap(heading), t)
+        accel = np.gradient(speed, t)
+        return cls(t, x, y, heading % (2 * np.pi), speed, yaw_rate, accel)
+
+    def at(self, seconds: np.ndarray, field: str) -> np.ndarray:
+        values = getattr(self, field)
+        idx = np.clip(np.rint(seconds * 1000).astype(np.int64), 0, len(values) - 1)
+        return values[idx]
+
+
+@dataclass
+class Source:
+    """One stream: capture times (recorder clock, ns), chunk times, and a payload maker."""
+
+    name: str
+    stream_type: StreamType
+    capture_ns: np.ndarray
+    chunk_ns: np.ndarray
+    payloads: Callable[[int, int], Sequence[bytes | memoryview]]
+    keys: np.ndarray | None = None
+
+
+class DeviceClock:
+    """A sensor clock: offset and rate error against the recorder clock, µs or ns ticks."""
+
+    def __init__(self, rng: np.random.Generator, unit_ns: int) -> None:
+        self.ppm = rng.uniform(-60, 60)
+        self.offset_ns = int(rng.integers(-5_000_000_000, 5_000_000_000))
+        self.unit_ns = unit_ns
+
+    def __call__(self, recorder_ns: np.ndarray, start_ns: int) -> np.ndarray:
+        """Device ticks for recorder times; integer ns arithmetic keeps epoch precision."""
+        elapsed = recorder_ns - start_ns
+        drift = (elapsed.astype(np.float64) * (self.ppm * 1e-6)).astype(np.int64)
+        return (start_ns + self.offset_ns + elapsed + drift) // self.unit_ns
+
+
+def _chunk_times(capture: np.ndarray, rng: np.random.Generator, latency_us: tuple[int, int]):
+    latency = rng.integers(latency_us[0] * 1000, latency_us[1] * 1000, len(capture))
+    return np.maximum.accumulate(capture + latency)
+
+
+def _rows(array: np.ndarray) -> list[memoryview]:
+    raw = memoryview(array.tobytes())
+    size = array.dtype.itemsize
+    return [raw[i * size : (i + 1) * size] for i in range(len(array))]
+
+
+def _can_source(
+    name: str, channel: int, ids: Sequence[int], track: Track, start: int, rng, seconds: float
+) -> Source:
+    period = 10_000_000
+    per_id = int(seconds * 1e9 // period)
+    phases = rng.integers(0, period, len(ids))
+    capture = (np.arange(per_id)[:, None] * period + phases[None, :]).reshape(-1)
+    which = np.tile(np.arange(len(ids)), per_id)
+    order = np.argsort(capture, kind="stable")
+    capture, which = capture[order] + start, which[order]
+    clock = DeviceClock(rng, 1000)
+    noise = rng.normal(0, 1, len(capture))
+    id_arr = np.asarray(ids, dtype=np.uint32)
+
+    def payloads(lo: int, hi: int) -> list[memoryview]:
+        sec = (capture[lo:hi] - start) / 1e9
+        rec = np.zeros(hi - lo, dtype=CAN_DTYPE)
+        rec["channel"] = channel
+        rec["stamp"] = clock(capture[lo:hi], start)
+        rec["id"] = id_arr[which[lo:hi]]
+        rec["length"] = 8
+        speed = track.at(sec, "speed")
+        signals = np.stack(
+            [
+                speed * 100 + noise[lo:hi] * 2,  # wheel speed, 0.01 m/s
+                track.at(sec, "yaw_rate") * 1e4 + 32768,  # yaw, 1e-4 rad/s + offset
+                track.at(sec, "accel") * 1000 + 32768,  # long. accel, mm/s^2
+                800 + speed * 150 + noise[lo:hi] * 5,  # engine rpm
+            ],
+            axis=1,
+        )
+        words = np.clip(signals, 0, 65535).astype("<u2")
+        rotate = (which[lo:hi] % 4)[:, None]
+        words = np.take_along_axis(words, (np.arange(4)[None, :] + rotate) % 4, axis=1)
+        rec["data"] = words.view(np.uint8).reshape(-1, 8)
+        return _rows(rec)
+
+    return Source(
+        name,
+        _ddl_type("tCANData", meta_type="adtf/devicetb/can"),
+        capture,
+        _chunk_times(capture, rng, (50, 400)),
+        payloads,
+    )
+
+
+def _imu_source(track: Track, start: int, rng, seconds: float) -> Source:
+    capture = start + np.arange(int(seconds * 100)) * 10_000_000
+    clock = DeviceClock(rng, 1)
+    noise = rng.normal(0, 1, (len(capture), 7)).astype(np.float32)
+
+    def payloads(lo: int, hi: int) -> list[memoryview]:
+        sec = (capture[lo:hi] - start) / 1e9
+        rec = np.zeros(hi - lo, dtype=IMU_DTYPE)
+        rec["stamp"] = clock(capture[lo:hi], start)
+        lateral = track.at(sec, "speed") * track.at(sec, "yaw_rate")
+        rec["acc"] = np.stack([track.at(sec, "accel"), lateral, np.full(len(sec), 9.81)], 1)
+        rec["acc"] += noise[lo:hi, :3] * 0.05
+        rec["gyro"] = np.stack(
+            [np.zeros(len(sec)), np.zeros(len(sec)), track.at(sec, "yaw_rate")], 1
+        )
+        rec["gyro"] += noise[lo:hi, 3:6] * 0.002
+        rec["temp"] = 31.5 + sec / 600 + noise[lo:hi, 6] * 0.05
+        return _rows(rec)
+
+    return Source(
+        "imu", _ddl_type("tImuData"), capture, _chunk_times(capture, rng, (200, 900)), payloads
+    )
+
+
+def _gnss_source(track: Track, start: int, rng, seconds: float) -> Source:
+    capture = start + np.arange(int(seconds * 10)) * 100_000_000
+    clock = DeviceClock(rng, 1)
+    lat0, lon0 = 48.7758, 11.4320
+    noise = rng.normal(0, 1, (len(capture), 3))
+
+    def payloads(lo: int, hi: int) -> list[memoryview]:
+        sec = (capture[lo:hi] - start) / 1e9
+        rec = np.zeros(hi - lo, dtype=GNSS_DTYPE)
+        rec["stamp"] = clock(capture[lo:hi], start)
+        rec["lat"] = lat0 + (track.at(sec, "y") + noise[lo:hi, 0] * 0.02) / 111_320.0
+        coslat = np.cos(np.radians(lat0))
+        rec["lon"] = lon0 + (track.at(sec, "x") + noise[lo:hi, 1] * 0.02) / (111_320.0 * coslat)
+        rec["alt"] = 371.2 + noise[lo:hi, 2] * 0.05
+        rec["speed"] = track.at(sec, "speed")
+        rec["heading"] = np.degrees(track.at(sec, "heading"))
+        rec["fix"] = 4
+        rec["sats"] = 14 + (np.arange(lo, hi) // 600) % 5
+        return _rows(rec)
+
+    return Source(
+        "gnss", _ddl_type("tGnssFix"), capture, _chunk_times(capture, rng, (2000, 9000)), payloads
+    )
+
+
+def _lidar_source(track: Track, start: int, rng, seconds: float, points: int) -> Source:
+    capture = start + np.arange(int(seconds * 10)) * 100_000_000
+    clock = DeviceClock(rng, 1)
+    beams = np.radians(np.linspace(-15.0, 15.0, 16))
+    az = np.linspace(0, 2 * np.pi, points // 16, endpoint=False)
+
+    def payloads(lo: int, hi: int) -> list[bytes]:
+        out = []
+        frame_rng = np.random.default_rng([int(capture[lo]) & 0xFFFFFFFF, lo])
+        stamps = clock(capture[lo:hi], start)
+        for k in range(hi - lo):
+            # per frame: a ground ring below the horizon, walls of the track corridor above
+            elev = np.repeat(beams, len(az))
+            azim = np.tile(az, len(beams)) + (lo + k) * 0.01
+            ground = 1.9 / np.maximum(np.tan(-elev), 1e-3)
+            wall = 12.0 / np.maximum(np.abs(np.sin(azim)), 0.15)
+            rng_m = np.where(elev < 0, np.minimum(ground, 80.0), np.minimum(wall, 80.0))
+            rng_m = rng_m + frame_rng.normal(0, 0.02, rng_m.shape)
+            pts = np.empty((len(rng_m), 4), dtype="<f4")
+            pts[:, 0] = rng_m * np.cos(elev) * np.cos(azim)
+            pts[:, 1] = rng_m * np.cos(elev) * np.sin(azim)
+            pts[:, 2] = rng_m * np.sin(elev) + 1.9
+            pts[:, 3] = np.clip(80.0 / (1 + rng_m), 0, 255)
+            head = np.zeros(1, dtype=LIDAR_HEAD)
+            head["stamp"], head["frame"], head["count"] = stamps[k], lo + k, len(pts)
+            out.append(head.tobytes() + pts.tobytes())
+        return out
+
+    return Source(
+        "lidar_top",
+        _ddl_type("tLidarScan", "tLidarPoint"),
+        capture,
+        _chunk_times(capture, rng, (5000, 15000)),
+        payloads,
+    )
+
+
+def _camera_source(track: Track, start: int, rng, seconds: float, fps: int) -> Source:
+    width, height = 320, 240
+    count = int(seconds * fps)
+    capture = start + (np.arange(count) * 1_000_000_000) // fps
+    codec = av.CodecContext.create("libx264", "w")
+    codec.width, codec.height, codec.pix_fmt = width, height, "yuv420p"
+    codec.time_base = fractions.Fraction(1, fps)
+    codec.framerate = fps
+    codec.bit_rate = 400_000
+    gop = 2 * fps
+    codec.options = {
+        "preset": "ultrafast",
+        "tune": "zerolatency",
+        "threads": "1",
+        "x264-params": f"repeat-headers=1:keyint={gop}:min-keyint={gop}:scenecut=0",
+    }
+    rows = np.arange(height)[:, None]
+    cols = np.arange(width)[None, :]
+    horizon = height // 2
+    texture = rng.integers(0, 20, (height, width), dtype=np.uint8)
+    keys = np.arange(count) % gop == 0
+
+    def payloads(lo: int, hi: int) -> list[bytes]:
+        out = []
+        for i in range(lo, hi):
+            sec = (capture[i] - start) / 1e9
+            shift = int(track.at(np.array([sec]), "x")[0] * 8)
+            img = np.empty((height, width, 3), dtype=np.uint8)
+            img[:horizon] = (150, 180, 220)
+            road = rows >= horizon
+            lane = road & (np.abs(cols - width // 2) < 2 + (rows - horizon) // 12)
+            dash = ((rows * 4 + shift) // 40) % 2 == 0
+            img[road[:, 0]] = 70
+            img[lane & dash] = 235
+            img[:, :, 1] += texture
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts = i
+            packets = codec.encode(frame)
+            out.append(b"".join(bytes(p) for p in packets))
+        return out
+
+    stype = StreamType(
+        "adtf/video_compressed",
+        {
+            "codec": Property("cString", "h264"),
+            "format": Property("cString", "annexb"),
+            "width": Property("tUInt32", str(width)),
+            "height": Property("tUInt32", str(height)),
+            "fps": Property("tUInt32", str(fps)),
+        },
+    )
+    return Source(
+        "front_camera", stype, capture, _chunk_times(capture, rng, (8000, 20000)), payloads, keys
+    )
+
+
+def write_adtf_drive(
+    out_dir: Path,
+    *,
+    minutes: float,
+    seed: int,
+    lidar_points: int = 2000,
+    fps: int = 15,
+) -> list[Path]:
+    """Write one synthetic drive as `recording_<start>.dat` (IFHD 0x0500) into out_dir."""
+    if minutes <= 0:
+        raise ValueError("minutes must be > 0")
+    rng = np.random.default_rng(seed)
+    seconds = minutes * 60.0
+    start_dt = START + dt.timedelta(minutes=7 * (seed % 1000))
+    start = int(start_dt.timestamp()) * 1_000_000_000
+    track = Track.build(seconds + 1.0, rng)
+    sources = [
+        _camera_source(track, start, rng, seconds, fps),
+        _can_source(
+            "can_powertrain", 0, (0x0C1, 0x0D0, 0x1A0, 0x1F5, 0x2B0), track, start, rng, seconds
+        ),
+        _can_source(
+            "can_chassis", 1, (0x086, 0x0A3, 0x130, 0x17C, 0x3E9), track, start, rng, seconds
+        ),
+        _lidar_source(track, start, rng, seconds, lidar_points),
+        _gnss_source(track, start, rng, seconds),
+        _imu_source(track, start, rng, seconds),
+    ]
+    path = Path(out_dir) / f"recording_{start_dt:%Y%m%d_%H%M%S}.dat"
+    _write(path, sources, start_dt)
+    return [path]
+
+
+def _write(path: Path, sources: list[Source], start_dt: dt.datetime) -> None:
+    chunk = np.concatenate([s.chunk_ns for s in sources])
+    stream = np.concatenate(
+        [np.full(len(s.chunk_ns), i, dtype=np.int64) for i, s in enumerate(sources)]
+    )
+    index = np.concatenate([np.arange(len(s.chunk_ns)) for s in sources])
+    order = np.lexsort((index, stream, chunk))
+    with DatWriter(
+        path,
+        version=0x0500,
+        description=f"synthetic drive\nbridge_lake synth, proving ground oval, {start_dt:%Y-%m-%d}",
+        file_time=int(start_dt.timestamp()),
+        adtf_version="adtf 3.16.2 (bridge_lake synth)",
+    ) as w:
+        ids = [w.add_stream(s.name, stream_type=s.stream_type) for s in sources]
+        done = [0] * len(sources)
+        for a in range(0, len(order), BLOCK):
+            block = order[a : a + BLOCK]
+            block_streams = stream[block]
+            made: dict[int, Sequence[bytes | memoryview]] = {}
+            for i in np.unique(block_streams).tolist():
+                n = int(np.count_nonzero(block_streams == i))
+                made[i] = sources[i].payloads(done[i], done[i] + n)
+            cursor = dict.fromkeys(made, 0)
+            for i, k in zip(block_streams.tolist(), index[block].tolist(), strict=True):
+                src = sources[i]
+                w.write_sample(
+                    ids[i],
+                    int(src.chunk_ns[k]),
+                    made[i][cursor[i]],
+                    sample_time_ns=int(src.capture_ns[k]),
+                    key=bool(src.keys[k]) if src.keys is not None else False,
+                )
+                cursor[i] += 1
+            for i, n in cursor.items():
+                done[i] += n
