@@ -85,5 +85,9 @@ def parse_drive_yaml(text: bytes | str, *, where: str = DRIVE_YAML) -> DriveMeta
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise DriveMetadataError(f"{where}: field 'tags' must be a list of text, got {tags!r}")
     return DriveMeta(
-        vehicle=vehicle, source=source, tags=tuple(tags), extra=doc, **optional  # type: ignore[arg-type]
+        vehicle=vehicle,
+        source=source,
+        tags=tuple(tags),
+        extra=doc,
+        **optional,  # type: ignore[arg-type]
     )

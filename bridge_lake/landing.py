@@ -108,7 +108,7 @@ class LandingZone:
 
     def open(self, drive_id: str, rel: str) -> IO[bytes]:
         if self.is_local:
-            return open(self._checked_local(drive_id, rel), "rb")  # noqa: SIM115
+            return open(self._checked_local(drive_id, rel), "rb")
         return self.fs.open(posixpath.join(self.drive_dir(drive_id), safe_relative(rel)), "rb")
 
     def read_head(self, drive_id: str, rel: str, size: int) -> bytes:

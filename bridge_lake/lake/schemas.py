@@ -47,8 +47,12 @@ RAW_MANIFEST = TableSpec(
         Column("path", pa.string(), "path relative to the drive folder (POSIX)", nullable=False),
         Column("size_bytes", pa.int64(), "file size in bytes", nullable=False),
         Column("sha256", pa.string(), "hex SHA-256 of the content; null if unreadable"),
-        Column("format", pa.string(), "adtf | adtf_description | nclt | drive_yaml | unknown",
-               nullable=False),
+        Column(
+            "format",
+            pa.string(),
+            "adtf | adtf_description | nclt | drive_yaml | unknown",
+            nullable=False,
+        ),
         Column("format_version", pa.int32(), "IFHD version for ADTF files (e.g. 0x0201 = 513)"),
         Column("kind", pa.string(), "NCLT file kind (gps, velodyne_hits, ...) or ADTF generation"),
         Column("readable", pa.bool_(), "false if the file could not be read", nullable=False),
@@ -73,8 +77,12 @@ RAW_DRIVES = TableSpec(
         Column("metadata_problem", pa.string(), "why drive.yaml is missing or invalid; else null"),
         Column("file_count", pa.int64(), "files in the drive folder", nullable=False),
         Column("total_bytes", pa.int64(), "bytes in the drive folder", nullable=False),
-        Column("recording_count", pa.int64(), "files recognised as ADTF or NCLT recordings",
-               nullable=False),
+        Column(
+            "recording_count",
+            pa.int64(),
+            "files recognised as ADTF or NCLT recordings",
+            nullable=False,
+        ),
     ),
 )
 

@@ -127,7 +127,9 @@ class Lake:
     def read_partition(self, layer: str, table: str, drive_id: str) -> pa.Table:
         files = self.partition_files(layer, table, drive_id)
         if not files:
-            raise BridgeLakeError(f"no partition drive={drive_id} in {layer}/{table} of {self.root}")
+            raise BridgeLakeError(
+                f"no partition drive={drive_id} in {layer}/{table} of {self.root}"
+            )
         return pa.concat_tables(pq.read_table(f, filesystem=self.fs) for f in files)
 
     def write_bytes(self, relative_path: str, data: bytes) -> str:
@@ -197,8 +199,10 @@ class PartitionWriter:
         """Append rows; a part is closed and a new one started every `rows_per_part` rows."""
         if self._done:
             raise BridgeLakeError(f"writer for {self._target} is already closed")
-        batches = data.to_batches() if isinstance(data, pa.Table) else (
-            [data] if isinstance(data, pa.RecordBatch) else data
+        batches = (
+            data.to_batches()
+            if isinstance(data, pa.Table)
+            else ([data] if isinstance(data, pa.RecordBatch) else data)
         )
         for batch in batches:
             if batch.schema != self._schema:
@@ -212,7 +216,9 @@ class PartitionWriter:
                     self._open_part()
                 take = min(batch.num_rows - offset, self._rows_per_part - self._rows_in_part)
                 assert self._writer is not None
-                self._writer.write_batch(batch.slice(offset, take), row_group_size=self._row_group_rows)
+                self._writer.write_batch(
+                    batch.slice(offset, take), row_group_size=self._row_group_rows
+                )
                 offset += take
                 self._rows_in_part += take
                 self.rows_written += take

@@ -11,8 +11,24 @@ def test_valid_drive_ids(drive_id):
 
 @pytest.mark.parametrize(
     "drive_id",
-    ["", "..", ".", ".hidden", "a/b", "../etc", "a b", "a,b", "a|b", "drive=x", "x" * 129,
-     "-lead", "_lead", "a\\b", "a\nb", "é"],
+    [
+        "",
+        "..",
+        ".",
+        ".hidden",
+        "a/b",
+        "../etc",
+        "a b",
+        "a,b",
+        "a|b",
+        "drive=x",
+        "x" * 129,
+        "-lead",
+        "_lead",
+        "a\\b",
+        "a\nb",
+        "é",
+    ],
 )
 def test_invalid_drive_ids_are_typed_errors(drive_id):
     with pytest.raises(DriveIdError) as err:

@@ -1,0 +1,98 @@
+"""raw_manifest: register, checksum and identify every file of a drive, plus drive.yaml."""
+
+from collections import Counter
+from collections.abc import Iterator
+
+import dagster as dg
+
+from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.partitions import drives
+from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.manifest import build_manifest
+
+ASSET = "raw_manifest"
+
+
+@dg.asset(
+    name=ASSET,
+    partitions_def=drives,
+    group_name="raw",
+    kinds={"parquet"},
+    code_version="1",
+    description=(
+        "Every file of the drive with relative path, size, sha256 and detected format "
+        "(raw/manifest), and the drive's drive.yaml collection metadata (raw/drives)."
+    ),
+    check_specs=[
+        check_spec("drive_yaml_valid", ASSET, "drive.yaml exists and is valid", blocking=True),
+        check_spec("has_recording", ASSET, "at least one ADTF or NCLT recording", blocking=True),
+        check_spec("no_unreadable_file", ASSET, "every file could be read", blocking=True),
+        check_spec(
+            "formats_valid",
+            ASSET,
+            "no file claims a format it does not follow (e.g. unknown IFHD version)",
+            blocking=False,
+        ),
+    ],
+)
+def raw_manifest(
+    context: dg.AssetExecutionContext, lake: LakeResource, landing: LandingZoneResource
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    drive = context.partition_key
+    manifest = build_manifest(landing.get(), drive)
+    store = lake.get()
+    files = manifest.files_table()
+    manifest_parts = store.write_partition("raw", RAW_MANIFEST.name, drive, files)
+    drives_parts = store.write_partition("raw", RAW_DRIVES.name, drive, manifest.drive_table())
+    formats = Counter(e.detected.format for e in manifest.entries)
+    context.log.info(
+        f"drive {drive}: {len(manifest.entries)} files, {manifest.total_bytes} bytes, "
+        f"{len(manifest.recordings)} recordings"
+    )
+    meta = manifest.meta
+    yield dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": files.num_rows,
+            "dagster/uri": store.url(manifest_parts[0]),
+            "dagster/column_schema": dg.TableSchema(
+                columns=[dg.TableColumn(f.name, str(f.type)) for f in RAW_MANIFEST.schema]
+            ),
+            "path": dg.MetadataValue.path(store.url(manifest_parts[0])),
+            "drives_table": dg.MetadataValue.path(store.url(drives_parts[0])),
+            "total_bytes": manifest.total_bytes,
+            "recordings": len(manifest.recordings),
+            "formats": dg.MetadataValue.json(dict(sorted(formats.items()))),
+            "vehicle": meta.vehicle if meta else "",
+            "source": meta.source if meta else "",
+        }
+    )
+    yield dg.AssetCheckResult(
+        check_name="drive_yaml_valid",
+        passed=manifest.meta is not None,
+        metadata={"problem": manifest.meta_problem or ""},
+    )
+    yield dg.AssetCheckResult(
+        check_name="has_recording",
+        passed=bool(manifest.recordings),
+        metadata={"recordings": len(manifest.recordings), "files": len(manifest.entries)},
+    )
+    unreadable = manifest.unreadable
+    yield dg.AssetCheckResult(
+        check_name="no_unreadable_file",
+        passed=not unreadable,
+        metadata={
+            "unreadable": len(unreadable),
+            "files": dg.MetadataValue.json({e.file.path: e.error for e in unreadable[:20]}),
+        },
+    )
+    invalid = [e for e in manifest.entries if e.detected.problem]
+    yield dg.AssetCheckResult(
+        check_name="formats_valid",
+        passed=not invalid,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "invalid": len(invalid),
+            "files": dg.MetadataValue.json({e.file.path: e.detected.problem for e in invalid[:20]}),
+        },
+    )

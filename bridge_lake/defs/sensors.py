@@ -1,0 +1,54 @@
+"""Watch the landing zone: a new or changed drive folder becomes a partition and a run.
+
+The cursor maps each drive id to the fingerprint of its file listing, so an unchanged drive
+is never requested twice, and a drive whose files change (added, resized, touched) is
+requested again. The run key carries the fingerprint too, so even a lost cursor cannot
+launch a duplicate run for the same content.
+"""
+
+import json
+
+import dagster as dg
+
+from bridge_lake.defs.jobs import lake_job
+from bridge_lake.defs.partitions import drives
+from bridge_lake.defs.resources import LandingZoneResource
+
+FINGERPRINT_TAG = "bridge_lake/drive_fingerprint"
+REASON_TAG = "bridge_lake/reason"
+
+
+@dg.sensor(
+    target=lake_job,
+    minimum_interval_seconds=30,
+    description="New or changed drive folders in the landing zone → add partition + run.",
+)
+def landing_zone_sensor(
+    context: dg.SensorEvaluationContext, landing: LandingZoneResource
+) -> dg.SensorResult | dg.SkipReason:
+    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    scan = landing.get().scan()
+    for name, why in sorted(scan.rejected.items()):
+        context.log.warning(f"landing zone folder {name!r} ignored: {why}")
+    requests = []
+    for drive_id, fp in sorted(scan.drives.items()):
+        if seen.get(drive_id) == fp:
+            continue
+        reason = "changed" if drive_id in seen else "new"
+        requests.append(
+            dg.RunRequest(
+                partition_key=drive_id,
+                run_key=f"{drive_id}@{fp}",
+                tags={FINGERPRINT_TAG: fp, REASON_TAG: reason},
+            )
+        )
+    cursor = json.dumps({**seen, **scan.drives}, sort_keys=True, separators=(",", ":"))
+    if not requests:
+        return dg.SkipReason(f"no new or changed drives among {len(scan.drives)}")
+    known = set(context.instance.get_dynamic_partitions(drives.name))
+    to_add = [r.partition_key for r in requests if r.partition_key not in known]
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[drives.build_add_request(to_add)] if to_add else [],
+        cursor=cursor,
+    )

@@ -1,0 +1,132 @@
+"""The raw manifest of a drive: every file registered, checksummed and identified.
+
+This is the raw layer's record of what landed, so it never fails on one bad file: an
+unreadable file becomes a row with `readable = false` and its reason, and the asset checks
+decide what that means for the drive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from bridge_lake.detect import HEAD_BYTES, RECORDING_FORMATS, Detected, detect
+from bridge_lake.drive_meta import DRIVE_YAML, DriveMeta, parse_drive_yaml
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.landing import LandingFile, LandingZone
+
+HASH_CHUNK = 8 << 20
+HASH_THREADS = 2
+"""hashlib releases the GIL on large buffers, so two threads use both cores of a small box."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    file: LandingFile
+    sha256: str | None
+    detected: Detected
+    error: str | None
+
+    @property
+    def readable(self) -> bool:
+        return self.error is None
+
+    @property
+    def is_recording(self) -> bool:
+        return (
+            self.readable
+            and self.detected.format in RECORDING_FORMATS
+            and not self.detected.problem
+        )
+
+
+@dataclass(frozen=True)
+class DriveManifest:
+    drive_id: str
+    entries: list[FileEntry]
+    meta: DriveMeta | None
+    meta_problem: str | None
+
+    @property
+    def recordings(self) -> list[FileEntry]:
+        return [e for e in self.entries if e.is_recording]
+
+    @property
+    def unreadable(self) -> list[FileEntry]:
+        return [e for e in self.entries if not e.readable]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.file.size for e in self.entries)
+
+    def files_table(self) -> pa.Table:
+        rows = {
+            "path": [e.file.path for e in self.entries],
+            "size_bytes": [e.file.size for e in self.entries],
+            "sha256": [e.sha256 for e in self.entries],
+            "format": [e.detected.format for e in self.entries],
+            "format_version": [e.detected.version for e in self.entries],
+            "kind": [e.detected.kind for e in self.entries],
+            "readable": [e.readable for e in self.entries],
+            "problem": [e.error or e.detected.problem for e in self.entries],
+        }
+        return pa.table(rows, schema=RAW_MANIFEST.schema)
+
+    def drive_table(self) -> pa.Table:
+        m = self.meta
+        row = {
+            "vehicle": [m.vehicle if m else None],
+            "source": [m.source if m else None],
+            "operator": [m.operator if m else None],
+            "route": [m.route if m else None],
+            "weather": [m.weather if m else None],
+            "notes": [m.notes if m else None],
+            "recorded_at": [m.recorded_at if m else None],
+            "tags": [list(m.tags) if m else []],
+            "extra_json": [m.extra_json() if m else None],
+            "metadata_problem": [self.meta_problem],
+            "file_count": [len(self.entries)],
+            "total_bytes": [self.total_bytes],
+            "recording_count": [len(self.recordings)],
+        }
+        return pa.table(row, schema=RAW_DRIVES.schema)
+
+
+def build_manifest(landing: LandingZone, drive_id: str) -> DriveManifest:
+    files = landing.files(drive_id)
+    with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:
+        entries = list(pool.map(lambda f: _inspect(landing, drive_id, f), files))
+    meta, problem = _read_meta(landing, drive_id, entries)
+    return DriveManifest(drive_id, entries, meta, problem)
+
+
+def _inspect(landing: LandingZone, drive_id: str, file: LandingFile) -> FileEntry:
+    digest = hashlib.sha256()
+    head = b""
+    try:
+        for block in landing.iter_chunks(drive_id, file.path, HASH_CHUNK):
+            if len(head) < HEAD_BYTES:
+                head += block[: HEAD_BYTES - len(head)]
+            digest.update(block)
+    except (OSError, BridgeLakeError) as exc:
+        return FileEntry(file, None, detect(file.path, head), f"{type(exc).__name__}: {exc}")
+    return FileEntry(file, digest.hexdigest(), detect(file.path, head), None)
+
+
+def _read_meta(
+    landing: LandingZone, drive_id: str, entries: list[FileEntry]
+) -> tuple[DriveMeta | None, str | None]:
+    entry = next((e for e in entries if e.file.path == DRIVE_YAML), None)
+    if entry is None:
+        return None, f"{DRIVE_YAML} is missing"
+    if not entry.readable:
+        return None, f"{DRIVE_YAML} is unreadable: {entry.error}"
+    try:
+        with landing.open(drive_id, DRIVE_YAML) as f:
+            return parse_drive_yaml(f.read(), where=f"{drive_id}/{DRIVE_YAML}"), None
+    except BridgeLakeError as exc:
+        return None, str(exc)

@@ -1,0 +1,82 @@
+"""Realistic synthetic drives in the exact on-disk formats, for demos, tests and benchmarks.
+
+A drive folder holds its `drive.yaml` and the recording files as a real landing zone would:
+NCLT sessions (every sensor file of the dataset, under `<date>/`) or ADTF `.dat` recordings.
+Output is deterministic for a seed, so tests can rely on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge_lake.drive_meta import DRIVE_YAML, DriveMeta
+from bridge_lake.lake.paths import validate_drive_id
+
+SOURCES = ("nclt", "adtf", "all")
+NCLT_DATES = ("2012-01-08", "2012-01-15", "2012-02-04", "2012-03-17", "2012-05-26", "2012-08-04")
+WEATHER = ("overcast", "sunny", "light snow", "clear, dusk", "rain")
+
+
+@dataclass(frozen=True)
+class SynthDrive:
+    drive_id: str
+    source: str
+    path: Path
+    files: list[Path]
+
+
+def synthesize(
+    out: Path, *, drives: int = 2, minutes: float = 1.0, seed: int = 0, source: str = "all"
+) -> list[SynthDrive]:
+    """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+    if drives < 1 or minutes <= 0:
+        raise ValueError("drives must be ≥ 1 and minutes > 0")
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for i in range(drives):
+        kind = source if source != "all" else ("nclt", "adtf")[i % 2]
+        drive_seed = seed * 1000 + i
+        made.append(_one_drive(out, kind, i, minutes, drive_seed))
+    return made
+
+
+def _one_drive(out: Path, kind: str, index: int, minutes: float, seed: int) -> SynthDrive:
+    if kind == "nclt":
+        from bridge_lake.synth.nclt import write_nclt_drive
+
+        date = NCLT_DATES[index % len(NCLT_DATES)]
+        drive_id = validate_drive_id(f"nclt-{date}-s{seed}")
+        path = out / drive_id
+        path.mkdir(parents=True, exist_ok=True)
+        files = write_nclt_drive(path, minutes=minutes, seed=seed, date=date)
+        meta = DriveMeta(
+            vehicle="nclt-segway",
+            source="nclt",
+            operator="synthetic",
+            route="North Campus loop",
+            weather=WEATHER[seed % len(WEATHER)],
+            notes=f"synthetic NCLT session, seed {seed}, {minutes:g} min",
+            recorded_at=date,
+            tags=("synthetic",),
+        )
+    else:
+        from bridge_lake.synth.adtf import write_adtf_drive
+
+        drive_id = validate_drive_id(f"adtf-test-vehicle-s{seed}")
+        path = out / drive_id
+        path.mkdir(parents=True, exist_ok=True)
+        files = write_adtf_drive(path, minutes=minutes, seed=seed)
+        meta = DriveMeta(
+            vehicle="test-vehicle-01",
+            source="adtf",
+            operator="synthetic",
+            route="proving ground oval",
+            weather=WEATHER[seed % len(WEATHER)],
+            notes=f"synthetic ADTF drive, seed {seed}, {minutes:g} min",
+            tags=("synthetic",),
+        )
+    (path / DRIVE_YAML).write_text(meta.to_yaml(), encoding="utf-8")
+    return SynthDrive(drive_id, kind, path, [path / DRIVE_YAML, *files])

@@ -1,0 +1,121 @@
+import datetime as dt
+import json
+import os
+
+import dagster as dg
+import pytest
+
+from bridge_lake.defs.raw import raw_manifest
+from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.schedules import build_gap_schedule
+from bridge_lake.defs.sensors import FINGERPRINT_TAG, REASON_TAG, landing_zone_sensor
+from bridge_lake_tests.conftest import make_adtf_drive
+
+
+def _tick(instance, landing, cursor=None):
+    ctx = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={"landing": LandingZoneResource(root=str(landing))},
+    )
+    return landing_zone_sensor(ctx), ctx
+
+
+def _apply(instance, result):
+    for req in result.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+
+
+@pytest.fixture
+def instance():
+    return dg.DagsterInstance.ephemeral()
+
+
+def test_new_drives_are_added_and_requested(instance, landing):
+    make_adtf_drive(landing, "d1")
+    make_adtf_drive(landing, "d2")
+    result, _ = _tick(instance, landing)
+    assert [r.partition_key for r in result.run_requests] == ["d1", "d2"]
+    assert {r.tags[REASON_TAG] for r in result.run_requests} == {"new"}
+    assert result.dynamic_partitions_requests[0].partition_keys == ["d1", "d2"]
+    assert set(json.loads(result.cursor)) == {"d1", "d2"}
+    assert all(r.run_key.startswith(f"{r.partition_key}@") for r in result.run_requests)
+
+
+def test_unchanged_drive_is_not_requested_again(instance, landing):
+    make_adtf_drive(landing, "d1")
+    first, _ = _tick(instance, landing)
+    _apply(instance, first)
+    second, _ = _tick(instance, landing, first.cursor)
+    assert isinstance(second, dg.SkipReason)
+
+
+def test_changed_drive_is_requested_again_without_re_adding(instance, landing):
+    make_adtf_drive(landing, "d1")
+    make_adtf_drive(landing, "d2")
+    first, _ = _tick(instance, landing)
+    _apply(instance, first)
+    (landing / "d1" / "late_upload.dat").write_bytes(b"more data")
+    second, _ = _tick(instance, landing, first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["d1"]
+    req = second.run_requests[0]
+    assert req.tags[REASON_TAG] == "changed"
+    assert req.tags[FINGERPRINT_TAG] != first.run_requests[0].tags[FINGERPRINT_TAG]
+    assert req.run_key != first.run_requests[0].run_key
+    assert second.dynamic_partitions_requests == []  # already a partition
+
+
+def test_touched_file_counts_as_change(instance, landing):
+    d = make_adtf_drive(landing, "d1")
+    first, _ = _tick(instance, landing)
+    os.utime(d / "test_type_seek.dat", (1e9, 1e9))
+    second, _ = _tick(instance, landing, first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["d1"]
+
+
+def test_invalid_folder_names_and_empty_folders_are_ignored(instance, landing):
+    make_adtf_drive(landing, "good")
+    (landing / "bad name").mkdir()
+    (landing / "bad name" / "x.dat").write_bytes(b"x")
+    (landing / "empty").mkdir()
+    (landing / "_tmp_upload").mkdir()
+    (landing / "loose_file.dat").write_bytes(b"x")
+    result, _ = _tick(instance, landing)
+    assert [r.partition_key for r in result.run_requests] == ["good"]
+
+
+def test_empty_landing_zone_skips(instance, tmp_path):
+    result, _ = _tick(instance, tmp_path / "does-not-exist")
+    assert isinstance(result, dg.SkipReason)
+
+
+def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path):
+    make_adtf_drive(landing, "d1")
+    make_adtf_drive(landing, "d2")
+    schedule = build_gap_schedule([raw_manifest.key])
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("drives", ["d1", "d2", "d3"])
+        result = dg.materialize(
+            [raw_manifest],
+            partition_key="d1",
+            instance=instance,
+            resources={
+                "lake": LakeResource(root=str(tmp_path / "lake")),
+                "landing": LandingZoneResource(root=str(landing)),
+            },
+        )
+        assert result.success
+        ctx = dg.build_schedule_context(
+            instance=instance,
+            scheduled_execution_time=dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC),
+        )
+        requests = schedule(ctx)
+        assert [r.partition_key for r in requests] == ["d2", "d3"]
+        assert requests[0].run_key == "gaps-20261203-d2"
+        assert requests[0].tags["bridge_lake/missing_assets"] == "raw_manifest"
+        for key in ("d2", "d3"):
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(asset_key=raw_manifest.key, partition=key)
+            )
+        skipped = schedule(ctx)
+        assert isinstance(skipped, dg.SkipReason) and "every drive" in skipped.skip_message

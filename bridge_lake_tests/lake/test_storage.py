@@ -1,0 +1,171 @@
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from bridge_lake.errors import BridgeLakeError, DriveIdError
+from bridge_lake.lake import Lake
+from bridge_lake.landing import LandingZone
+
+
+def _table(n: int, offset: int = 0) -> pa.Table:
+    return pa.table(
+        {
+            "time_ns": pa.array(range(offset, offset + n), pa.int64()),
+            "v": pa.array([float(i) for i in range(n)], pa.float64()),
+        }
+    )
+
+
+def test_round_trip_multi_part_and_readers_agree(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    files = lake.write_partition("normalized", "imu", "0001", _table(10), rows_per_part=4)
+    assert [os.path.basename(f) for f in files] == [
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
+    assert lake.read_partition("normalized", "imu", "0001").equals(_table(10))
+    lake.write_partition("normalized", "imu", "0002", _table(3))
+    root = tmp_path / "lake" / "normalized" / "imu"
+    counts = duckdb.sql(
+        f"select drive, count(*) from read_parquet('{root}/*/*.parquet', hive_partitioning=true, "
+        "hive_types={'drive': VARCHAR}) group by drive order by drive"
+    ).fetchall()
+    assert counts == [("0001", 10), ("0002", 3)]
+    lf = pl.scan_parquet(str(root) + "/", hive_schema={"drive": pl.String})
+    assert lf.filter(pl.col("drive") == "0001").select(pl.len()).collect().item() == 10
+    assert lake.drives("normalized", "imu") == ["0001", "0002"]
+
+
+def test_replace_with_fewer_parts_removes_stale_parts(tmp_path):
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(10), rows_per_part=3)
+    lake.write_partition("raw", "t", "d", _table(2))
+    assert len(lake.partition_files("raw", "t", "d")) == 1
+    assert lake.read_partition("raw", "t", "d").num_rows == 2
+    assert not os.listdir(tmp_path / "_staging")
+
+
+def test_identical_input_gives_identical_bytes(tmp_path):
+    a, b = Lake(str(tmp_path / "a")), Lake(str(tmp_path / "b"))
+    fa = a.write_partition("raw", "t", "d", _table(1000), rows_per_part=300)
+    fb = b.write_partition("raw", "t", "d", _table(1000), rows_per_part=300)
+    assert [open(x, "rb").read() for x in fa] == [open(x, "rb").read() for x in fb]
+
+
+def test_empty_partition_keeps_its_schema(tmp_path):
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(0))
+    got = lake.read_partition("raw", "t", "d")
+    assert got.num_rows == 0 and got.schema.names == ["time_ns", "v"]
+
+
+def test_exception_mid_write_leaves_previous_partition(tmp_path):
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(5))
+    before = lake.partition_files("raw", "t", "d")
+    with pytest.raises(RuntimeError, match="boom"):
+        with lake.partition_writer("raw", "t", "d", _table(0).schema, rows_per_part=2) as w:
+            w.write(_table(7, offset=100))
+            raise RuntimeError("boom")
+    assert lake.partition_files("raw", "t", "d") == before
+    assert lake.read_partition("raw", "t", "d").equals(_table(5))
+    assert not os.listdir(tmp_path / "_staging")
+
+
+def test_killed_process_never_leaves_a_half_partition(tmp_path):
+    """SIGKILL between two parts: readers still see exactly the old partition."""
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(5))
+    script = textwrap.dedent(f"""
+        import os, signal, pyarrow as pa
+        from bridge_lake.lake import Lake
+        lake = Lake({str(tmp_path)!r})
+        t = pa.table({{"time_ns": pa.array(range(100), pa.int64()),
+                       "v": pa.array([0.0] * 100, pa.float64())}})
+        w = lake.partition_writer("raw", "t", "d", t.schema, rows_per_part=30)
+        w.write(t)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert lake.read_partition("raw", "t", "d").equals(_table(5))
+    staged = os.listdir(tmp_path / "_staging")
+    assert len(staged) == 1  # the dead run's scratch, outside every table
+    root = tmp_path / "raw" / "t"
+    n = duckdb.sql(f"select count(*) from read_parquet('{root}/*/*.parquet')").fetchall()[0][0]
+    assert n == 5
+
+
+def test_bad_drive_ids_cannot_write(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    for bad in ("../escape", "a/b", "..", ""):
+        with pytest.raises(DriveIdError):
+            lake.write_partition("raw", "t", bad, _table(1))
+    assert not (tmp_path / "escape").exists()
+    assert not any((tmp_path / "lake").rglob("*.parquet"))
+
+
+def test_write_bytes_refuses_escape(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    path = lake.write_bytes("reports/drive=d/report.html", b"<html/>")
+    assert open(path, "rb").read() == b"<html/>"
+    with pytest.raises(BridgeLakeError):
+        lake.write_bytes("../outside.txt", b"x")
+
+
+def test_s3_round_trip_on_moto(s3_options, s3_bucket):
+    lake = Lake(f"s3://{s3_bucket}/lake", s3_options)
+    files = lake.write_partition("normalized", "imu", "d1", _table(10), rows_per_part=4)
+    assert files == [
+        f"{s3_bucket}/lake/normalized/imu/drive=d1/part-0000{i}.parquet" for i in range(3)
+    ]
+    assert lake.read_partition("normalized", "imu", "d1").equals(_table(10))
+    lake.write_partition("normalized", "imu", "d1", _table(3, offset=50))
+    assert lake.partition_files("normalized", "imu", "d1") == files[:1]
+    assert lake.read_partition("normalized", "imu", "d1").equals(_table(3, offset=50))
+    assert lake.fs.find(f"{s3_bucket}/lake/_staging") == []
+    assert lake.url(files[0]).startswith("s3://")
+    # an independent reader over the S3 API sees the same rows
+    import pyarrow.parquet as pq
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    assert pq.read_table(files[0], filesystem=fs).num_rows == 3
+
+
+def test_s3_failed_write_keeps_previous_partition(s3_options, s3_bucket):
+    lake = Lake(f"s3://{s3_bucket}/lake", s3_options)
+    lake.write_partition("raw", "t", "d", _table(4))
+    with pytest.raises(RuntimeError):
+        with lake.partition_writer("raw", "t", "d", _table(0).schema, rows_per_part=2) as w:
+            w.write(_table(9))
+            raise RuntimeError("crash")
+    assert lake.read_partition("raw", "t", "d").equals(_table(4))
+
+
+def test_s3_landing_zone_scan_and_read(s3_options, s3_bucket):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    fs.pipe(
+        {
+            f"{s3_bucket}/landing/d1/drive.yaml": b"vehicle: v\nsource: nclt\n",
+            f"{s3_bucket}/landing/d1/sub/gps.csv": b"1,2\n",
+            f"{s3_bucket}/landing/bad name/x.csv": b"1\n",
+        }
+    )
+    zone = LandingZone(f"s3://{s3_bucket}/landing", s3_options)
+    scan = zone.scan()
+    assert list(scan.drives) == ["d1"] and "bad name" in scan.rejected
+    assert [f.path for f in zone.files("d1")] == ["drive.yaml", "sub/gps.csv"]
+    assert zone.read_head("d1", "sub/gps.csv", 10) == b"1,2\n"
+    fs.pipe(f"{s3_bucket}/landing/d2/gps.csv", b"3\n")
+    assert list(zone.scan().drives) == ["d1", "d2"]  # no stale listing cache
