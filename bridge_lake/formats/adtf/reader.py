@@ -398,6 +398,11 @@ class DatFile:
             data = ddl_mod.convert(stream.ddl, stream.ddl_struct, raw, "serialized", "deserialized")
         return Sample(sid, t * unit, stime, data, raw, flags, substream, sidx, pos, info)
 
+    def chunk_headers(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        """Raw chunk headers in reading order: (offset, time in file unit, offset_to_last,
+        size, stream_id, flags, stream_index). No body is parsed: the cheapest full walk."""
+        return iter(self._walker())
+
     def items(self) -> Iterator[Item]:
         """Every chunk in reading order (ring order for history files), classified.
 
