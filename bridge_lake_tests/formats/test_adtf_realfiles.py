@@ -186,3 +186,15 @@ def test_sniff():
     assert sniff(TESTDATA / "test_type_seek.dat") == (True, 0x0400)
     assert sniff((TESTDATA / "adtfdat.hexpat.adtfdat").read_bytes()[:80]) == (True, 0x0500)
     assert sniff(TESTDATA / "SOURCES.md") == (False, None)
+
+
+def _plain(s):
+    return (*s[:3], bytes(s.data), bytes(s.raw), *s[5:9])
+
+
+def test_samples_fast_path_equals_items(case):
+    _, f, got = case
+    from_items = [_plain(i.sample) for i in f.items() if i.sample is not None]
+    fast = [_plain(s) for s in f.samples()]
+    assert fast == from_items
+    assert len(fast) == sum(d["samples"] for d in got.values())

@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import struct
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +51,9 @@ from bridge_lake.formats.adtf.samples import (
     parse_stream_type,
     read_string,
 )
+
+_FAST_HEAD = struct.Struct("<QIIIHHQqiQ")
+"""Chunk header + ADTF 3 sample-copy envelope, read with one unpack on the hot path."""
 
 KIND_RAW = "raw"
 KIND_ADTF2 = "adtf2"
@@ -86,60 +91,35 @@ class Stream:
         return self.stream_type.meta_type if self.stream_type else None
 
 
-class Sample:
-    """One sample. `data` is what the vendor reader returns, `raw` what the file stores."""
+class Sample(NamedTuple):
+    """One sample. `data` is what the vendor reader returns, `raw` what the file stores.
 
-    __slots__ = (
-        "_info",
-        "data",
-        "flags",
-        "offset",
-        "raw",
-        "sample_time_ns",
-        "stream_id",
-        "stream_index",
-        "substream_id",
-        "time_ns",
-    )
+    A tuple, because a reader creates millions of them and tuple construction is the cheapest
+    object Python has."""
 
-    def __init__(
-        self,
-        stream_id: int,
-        time_ns: int,
-        sample_time_ns: int,
-        data: memoryview | bytes,
-        raw: memoryview,
-        flags: int,
-        substream_id: int,
-        stream_index: int,
-        offset: int,
-        info: tuple[str, memoryview] | None,
-    ) -> None:
-        self.stream_id = stream_id
-        self.time_ns = time_ns
-        self.sample_time_ns = sample_time_ns
-        self.data = data
-        self.raw = raw
-        self.flags = flags
-        self.substream_id = substream_id
-        self.stream_index = stream_index
-        self.offset = offset
-        self._info = info
+    stream_id: int
+    time_ns: int
+    sample_time_ns: int
+    data: memoryview | bytes
+    raw: memoryview
+    flags: int
+    substream_id: int
+    stream_index: int
+    offset: int
+    info: tuple[str, memoryview] | None
+    """(envelope kind, raw info table) when the sample carries sample infos."""
 
     def sample_info(self) -> dict[int, object]:
         """The sample's info table (ADTF 2 sample infos / ADTF 3 info block), decoded."""
-        if self._info is None:
+        if self.info is None:
             return {}
-        kind, raw = self._info
+        kind, raw = self.info
         return (
             adtf2_sample_infos(bytes(raw)) if kind == KIND_ADTF2 else adtf3_sample_infos(bytes(raw))
         )
 
-    def __repr__(self) -> str:
-        return (
-            f"Sample(stream_id={self.stream_id}, time_ns={self.time_ns}, "
-            f"sample_time_ns={self.sample_time_ns}, size={len(self.data)})"
-        )
+
+_new_sample = tuple.__new__
 
 
 ITEM_SAMPLE = "sample"
@@ -403,6 +383,17 @@ class DatFile:
         size, stream_id, flags, stream_index). No body is parsed: the cheapest full walk."""
         return iter(self._walker())
 
+    def _checked_sample(self, pos: int, t: int, size: int, sid: int, sidx: int) -> Sample:
+        """`_sample` for any stream; a bad envelope is reported, then read as raw payload."""
+        stream = self._by_id.get(sid) or self._unknown_stream(sid, pos)
+        sidx -= stream.stream_index_offset
+        try:
+            return self._sample(stream, pos, t, size, sidx)
+        except SampleError as exc:
+            if stream.index_offset is not None:
+                self.issues.report(exc)
+            return self._sample(_raw_view(stream), pos, t, size, sidx)
+
     def items(self) -> Iterator[Item]:
         """Every chunk in reading order (ring order for history files), classified.
 
@@ -428,12 +419,7 @@ class DatFile:
                 yield Item(ITEM_STREAM_TYPE, sid, t * unit, sidx, pos, flags, stype)
             else:
                 counts[0] += 1
-                try:
-                    sample = self._sample(stream, pos, t, size, sidx)
-                except SampleError as exc:
-                    if stream.index_offset is not None:
-                        self.issues.report(exc)
-                    sample = self._sample(_raw_view(stream), pos, t, size, sidx)
+                sample = self._checked_sample(pos, t, size, sid, sidx + stream.stream_index_offset)
                 yield Item(ITEM_SAMPLE, sid, t * unit, sidx, pos, flags, current.get(sid), sample)
         report.chunks = walker.chunks_read
         self.report = report
@@ -441,9 +427,78 @@ class DatFile:
 
     def samples(self) -> Iterator[Sample]:
         """Samples only, in reading order (time order for sequential and history files)."""
-        for item in self.items():
-            if item.sample is not None:
-                yield item.sample
+        h = self.header
+        ring = h.version in ifhd.HISTORY_VERSIONS and h.first_chunk_offset != h.data_offset
+        if self._salvage or ring or h.endian != "<":
+            for item in self.items():
+                if item.sample is not None:
+                    yield item.sample
+            return
+        yield from self._sequential_samples()
+
+    def _sequential_samples(self) -> Iterator[Sample]:
+        """`samples()` for sequential little-endian files: one unpack covers the chunk header
+        and the ADTF 3 envelope, and plain sample-copy streams skip every generic step.
+        Anything unusual (damage, info blocks, other envelopes) goes through `_sample`."""
+        walker = self._walker()
+        buf, end, unit = self._buf, walker.data_end, self.time_unit_ns
+        fast = {}
+        for s in self.streams:
+            if s.kind == KIND_ADTF3 and s.stored_layout is None:
+                fast[s.stream_id] = (1 if s.serializer in NS_SERIALIZERS else 1000, s)
+        unpack = _FAST_HEAD.unpack_from
+        head = ifhd.CHUNK_STRUCT["<"].unpack_from
+        counts: dict[int, list[int]] = {}
+        pos, n, count = self.header.data_offset, 0, self.header.chunk_count
+        new = _new_sample
+        while n < count:
+            if pos + 52 <= end:
+                t, _, _, size, sid, flags, sidx, stime, sflags, bsize = unpack(buf, pos)
+            elif pos + 32 <= end:
+                t, _, _, size, sid, flags, sidx = head(buf, pos)
+                stime = sflags = bsize = -1
+            else:
+                break
+            if size < 32 or pos + size > end:
+                break
+            n += 1
+            c = counts.get(sid)
+            if c is None:
+                c = counts[sid] = [0, 0, 0, t, t]
+            c[4] = t
+            if flags & 0x18:
+                c[1 if flags & ifhd.FLAG_TRIGGER else 2] += 1
+            else:
+                c[0] += 1
+                plan = fast.get(sid)
+                start = pos + 52
+                if plan is not None and not sflags & 0x300 and 0 <= bsize <= size - 52:
+                    mul, stream = plan
+                    raw = buf[start : start + bsize]
+                    yield new(
+                        Sample,
+                        (
+                            sid,
+                            t * unit,
+                            stime * mul,
+                            raw,
+                            raw,
+                            sflags,
+                            0,
+                            sidx - stream.stream_index_offset,
+                            pos,
+                            None,
+                        ),
+                    )
+                else:
+                    yield self._checked_sample(pos, t, size, sid, sidx)
+            pos += (size + 15) & ~15
+        walker.chunks_read = n
+        if n < count:
+            walker._check(pos, end)
+        report = WalkReport(n, counts)
+        self.report = report
+        self._cross_check(walker, report)
 
     def _cross_check(self, walker: ifhd.ChunkWalker, report: WalkReport) -> None:
         if not self.extensions:
