@@ -182,6 +182,11 @@ class DatFile:
     # -- structure -----------------------------------------------------------------------
 
     @property
+    def view(self) -> memoryview:
+        """The whole mapped file, zero-copy (e.g. for `ddl.decode` with `sample_table`)."""
+        return self._buf
+
+    @property
     def version(self) -> int:
         return self.header.version
 
