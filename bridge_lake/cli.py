@@ -36,6 +36,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 1 if any(o.checks_failed for o in outcomes) or not outcomes else 0
 
 
+def _cmd_info(args: argparse.Namespace) -> int:
+    import json
+
+    from bridge_lake.formats.adtf.info import info_dict, render_info
+
+    d = info_dict(args.file)
+    print(json.dumps(d, indent=2, sort_keys=True) if args.json else render_info(d))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-lake", description="Data lake for autonomous-driving recordings."
@@ -57,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_info)
     return parser
 
 
@@ -64,7 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except BridgeLakeError as exc:
+    except (BridgeLakeError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):  # `bridge-lake info f.dat | head`
+            sys.stderr.close()
+            return 0
         print(f"bridge-lake: error: {exc}", file=sys.stderr)
         return 2
 

@@ -21,6 +21,12 @@ from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.synth import synthesize
 
 
+DEMO_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
+"""A home created by the demo keeps Dagster's default SQLite storage inside it."""
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+"""The demo prints its own progress; Dagster's step log is in the run's event log."""
+
+
 @dataclass(frozen=True)
 class AssetOutcome:
     drive_id: str
@@ -47,6 +53,8 @@ def run_demo(
     landing_root, lake_root = workdir / "landing", workdir / "lake"
     home = Path(os.environ.get("DAGSTER_HOME") or workdir / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text(DEMO_INSTANCE_YAML)
     instance = (
         dg.DagsterInstance.get()
         if os.environ.get("DAGSTER_HOME")
@@ -80,6 +88,7 @@ def run_demo(
             instance=instance,
             resources=resources,
             raise_on_error=False,
+            run_config=QUIET_LOGS,
         )
         seconds = time.perf_counter() - t
         outcomes.extend(_outcomes(result, d.drive_id, seconds))
@@ -148,7 +157,9 @@ def _print_summary(outcomes: list[AssetOutcome], out: TextIO) -> None:
     print("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), file=out)
     print("  " + "  ".join("-" * w for w in widths), file=out)
     for r in rows:
-        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)), file=out)
+        print(
+            "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out
+        )
     n_drives = len({o.drive_id for o in outcomes})
     failed = sum(len(o.checks_failed) for o in outcomes)
     print(

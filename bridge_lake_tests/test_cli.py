@@ -1,0 +1,105 @@
+import os
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from bridge_lake.cli import main
+from bridge_lake.drive_meta import parse_drive_yaml
+from bridge_lake_tests.conftest import REPO
+
+
+def test_synth_writes_drive_folders_for_both_sources(tmp_path, capsys):
+    assert (
+        main(["synth", "--out", str(tmp_path), "--drives", "2", "--minutes", "0.05", "--seed", "7"])
+        == 0
+    )
+    drives = sorted(p.name for p in tmp_path.iterdir())
+    assert drives == ["adtf-test-vehicle-s7001", "nclt-2012-01-08-s7000"]
+    metas = [parse_drive_yaml((tmp_path / d / "drive.yaml").read_bytes()) for d in drives]
+    assert [m.source for m in metas] == ["adtf", "nclt"]
+    assert (tmp_path / "nclt-2012-01-08-s7000" / "2012-01-08" / "velodyne_hits.bin").stat().st_size
+    assert list((tmp_path / "adtf-test-vehicle-s7001").glob("*.dat"))
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_synth_is_deterministic(tmp_path):
+    for name in ("a", "b"):
+        assert (
+            main(
+                [
+                    "synth",
+                    "--out",
+                    str(tmp_path / name),
+                    "--minutes",
+                    "0.05",
+                    "--source",
+                    "all",
+                    "--drives",
+                    "2",
+                ]
+            )
+            == 0
+        )
+    files_a = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    files_b = sorted(
+        p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file()
+    )
+    assert files_a == files_b
+    for rel in files_a:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert main(["demo", "--workdir", str(tmp_path), "--minutes", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "Summary" in out and "2 drives, 2 materializations" in out and "0 failed" in out
+    assert "dagster dev -w workspace.yaml" in out
+    lake = tmp_path / "lake" / "raw" / "manifest"
+    df = pl.read_parquet(str(lake) + "/", hive_schema={"drive": pl.String})
+    assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}
+    assert (tmp_path / "dagster_home" / "dagster.yaml").exists()
+
+
+def test_bad_source_is_an_argparse_error():
+    with pytest.raises(SystemExit):
+        main(["synth", "--out", "x", "--source", "ros"])
+
+
+def test_definitions_validate_through_workspace_yaml():
+    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
+    proc = subprocess.run(
+        [dagster, "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+ADTF = REPO.parent / "shared" / "testdata" / "adtf"
+
+
+def test_info_prints_streams_and_json(capsys):
+    import json
+
+    assert main(["info", str(ADTF / "test_type_seek.dat")]) == 0
+    text = capsys.readouterr().out
+    assert "0x0400" in text and "in1" in text and "in2" in text
+    assert main(["info", "--json", str(ADTF / "test_type_seek.dat")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["chunk_count"] == 42
+
+
+def test_info_on_bad_file_is_a_clean_error(tmp_path, capsys):
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(b"NOPE" + bytes(3000))
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "Traceback" not in err
+    assert main(["info", str(tmp_path / "missing.dat")]) == 2
