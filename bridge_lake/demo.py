@@ -20,7 +20,6 @@ from bridge_lake.defs.partitions import drives as drives_partitions
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.synth import synthesize
 
-
 DEMO_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 """A home created by the demo keeps Dagster's default SQLite storage inside it."""
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -55,11 +54,6 @@ def run_demo(
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text(DEMO_INSTANCE_YAML)
-    instance = (
-        dg.DagsterInstance.get()
-        if os.environ.get("DAGSTER_HOME")
-        else dg.DagsterInstance.local_temp(tempdir=str(home))
-    )
     print(f"bridge-lake demo in {workdir} (Dagster home {home})", file=out)
     t0 = time.perf_counter()
     made = synthesize(landing_root, drives=drives, minutes=minutes, seed=seed, source=source)
@@ -70,30 +64,32 @@ def run_demo(
             f"    {d.drive_id:32s} {d.source:5s} {len(d.files):5d} files {size / 1e6:8.1f} MB",
             file=out,
         )
-    known = set(instance.get_dynamic_partitions(drives_partitions.name))
-    instance.add_dynamic_partitions(
-        drives_partitions.name, [d.drive_id for d in made if d.drive_id not in known]
-    )
     resources = {
         "lake": LakeResource(root=str(lake_root)),
         "landing": LandingZoneResource(root=str(landing_root)),
     }
-    outcomes: list[AssetOutcome] = []
-    for i, d in enumerate(made, 1):
-        print(f"  [{i}/{len(made)}] materializing {d.drive_id} ...", file=out, flush=True)
-        t = time.perf_counter()
-        result = dg.materialize(
-            ASSETS,
-            partition_key=d.drive_id,
-            instance=instance,
-            resources=resources,
-            raise_on_error=False,
-            run_config=QUIET_LOGS,
+    # the instance of `home` (its dagster.yaml), as `dagster dev` with DAGSTER_HOME=home opens it
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        known = set(instance.get_dynamic_partitions(drives_partitions.name))
+        instance.add_dynamic_partitions(
+            drives_partitions.name, [d.drive_id for d in made if d.drive_id not in known]
         )
-        seconds = time.perf_counter() - t
-        outcomes.extend(_outcomes(result, d.drive_id, seconds))
-        status = "ok" if result.success else "FAILED"
-        print(f"        {status} in {seconds:.1f} s", file=out, flush=True)
+        outcomes: list[AssetOutcome] = []
+        for i, d in enumerate(made, 1):
+            print(f"  [{i}/{len(made)}] materializing {d.drive_id} ...", file=out, flush=True)
+            t = time.perf_counter()
+            result = dg.materialize(
+                ASSETS,
+                partition_key=d.drive_id,
+                instance=instance,
+                resources=resources,
+                raise_on_error=False,
+                run_config=QUIET_LOGS,
+            )
+            seconds = time.perf_counter() - t
+            outcomes.extend(_outcomes(result, d.drive_id, seconds))
+            status = "ok" if result.success else "FAILED"
+            print(f"        {status} in {seconds:.1f} s", file=out, flush=True)
     _print_summary(outcomes, out)
     env = {
         "DAGSTER_HOME": str(home),

@@ -28,7 +28,8 @@ def _apply(instance, result):
 
 @pytest.fixture
 def instance():
-    return dg.DagsterInstance.ephemeral()
+    with dg.DagsterInstance.ephemeral() as inst:  # disposing resets Dagster's context state
+        yield inst
 
 
 def test_new_drives_are_added_and_requested(instance, landing):

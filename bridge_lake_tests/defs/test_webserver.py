@@ -50,18 +50,18 @@ def test_webserver_serves_asset_graph_and_drive_partitions(tmp_path, landing):
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     make_adtf_drive(landing, "drive_a")
     make_adtf_drive(landing, "drive_b")
-    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
-    instance.add_dynamic_partitions("drives", ["drive_a", "drive_b"])
-    result = dg.materialize(
-        [raw_manifest],
-        partition_key="drive_a",
-        instance=instance,
-        resources={
-            "lake": LakeResource(root=str(tmp_path / "lake")),
-            "landing": LandingZoneResource(root=str(landing)),
-        },
-    )
-    assert result.success
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        instance.add_dynamic_partitions("drives", ["drive_a", "drive_b"])
+        result = dg.materialize(
+            [raw_manifest],
+            partition_key="drive_a",
+            instance=instance,
+            resources={
+                "lake": LakeResource(root=str(tmp_path / "lake")),
+                "landing": LandingZoneResource(root=str(landing)),
+            },
+        )
+        assert result.success
     port = free_port()
     env = {
         **os.environ,
