@@ -218,7 +218,7 @@ def test_huge_sample_buffer_size(tmp_path):
     finally:
         tracemalloc.stop()
     _where(err.value, p, offsets[5] + 32 + 12)
-    assert peak < 2 * p.stat().st_size + 1_000_000
+    assert peak < 16_000_000  # fixed-size lookup tables only; the declared size is 4 EiB
 
 
 def test_huge_string_length_in_type_chunk(tmp_path):

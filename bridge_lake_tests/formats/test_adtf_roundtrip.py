@@ -149,3 +149,26 @@ def test_writer_output_is_deterministic(tmp_path):
     _write(a, 0x0500)
     _write(b, 0x0500)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_split_recording_parts_in_time_order(tmp_path):
+    from bridge_lake.formats.adtf import recording_parts
+
+    names = ["drive_000.dat", "drive_001.dat", "drive_002.dat"]
+    for k, name in enumerate(names):
+        refs = tuple(f"./{n}" for n in names[max(k - 1, 0) : k + 2])
+        with DatWriter(tmp_path / name, version=0x0400, referenced_files=refs) as w:
+            sid = w.add_stream("s")
+            for i in range(5):
+                w.write_sample(sid, (k * 10 + i) * 1_000_000, bytes([k, i]))
+    with open_dat(tmp_path / names[1]) as f:
+        assert f.referenced_files == [(tmp_path / n).resolve() for n in names]
+    expected = [(tmp_path / n).resolve() for n in names]
+    assert recording_parts(tmp_path / names[2]) == expected
+    (tmp_path / names[0]).unlink()
+    assert recording_parts(tmp_path / names[2]) == expected[1:]
+    stamps = []
+    for part in recording_parts(tmp_path / names[1]):
+        with open_dat(part) as f:
+            stamps += [s.time_ns for s in f.samples()]
+    assert stamps == sorted(stamps) and len(stamps) == 10

@@ -5,14 +5,24 @@ Format reference: shared/specs/adtf-dat-format.md. No Dagster import anywhere in
 
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
-from bridge_lake.formats.adtf.reader import DatFile, Item, Sample, Stream, open_dat, sniff
+from bridge_lake.formats.adtf.reader import (
+    DatFile,
+    Item,
+    Sample,
+    Stream,
+    open_dat,
+    recording_parts,
+    sniff,
+)
 from bridge_lake.formats.adtf.samples import Property, StreamType
+from bridge_lake.formats.adtf.writer import DatWriter, write_dat
 
 __all__ = [
     "DDL",
     "AdtfError",
     "DDLError",
     "DatFile",
+    "DatWriter",
     "Item",
     "Property",
     "Sample",
@@ -20,5 +30,7 @@ __all__ = [
     "StreamType",
     "open_dat",
     "parse_ddl",
+    "recording_parts",
     "sniff",
+    "write_dat",
 ]

@@ -80,7 +80,10 @@ class DatWriter:
         file_time: int = 0,
         adtf_version: str = "bridge_lake adtf writer",
         guid: str | None = None,
+        referenced_files: tuple[str, ...] = (),
     ) -> None:
+        """`referenced_files`: relative paths of the other parts of a split recording (ADTF 3),
+        e.g. `("./drive_001.dat",)`."""
         if version not in WRITABLE_VERSIONS:
             raise ValueError(f"cannot write IFHD version 0x{version:04x}")
         self.path = Path(path)
@@ -90,6 +93,7 @@ class DatWriter:
         self.file_time = file_time
         self.adtf_version = adtf_version
         self.guid = guid
+        self.referenced_files = referenced_files
         self._streams: dict[int, _StreamState] = {}
         self._ddl_streams: dict[str, str] = {}
         self._ddl: DDL | None = None
@@ -288,7 +292,8 @@ class DatWriter:
     def _extensions(self) -> list[tuple[str, int, bytes]]:
         exts: list[tuple[str, int, bytes]] = []
         if self.version >= 0x0400:
-            exts.append(("referencedfiles", 0, b""))
+            names = b"".join(n.encode("utf-8") + b"\0" for n in self.referenced_files)
+            exts.append(("referencedfiles", 0, names))
             exts.append(("adtf_version", 0, self.adtf_version.encode() + b"\0"))
         exts.append(("GUID", 0, self._guid().encode() + b"\0"))
         exts.append(("index0", 0, b"".join(self._index)))
