@@ -420,8 +420,8 @@ def _write_gps(w: _Writer, traj: Trajectory, rng: np.random.Generator) -> None:
     )
     vel_heading = np.degrees(np.angle(np.exp(1j * p["heading"]))) % 360.0
     speed = np.abs(p["speed"] + rng.normal(0, 0.05, len(fix)))
+    # Some fixes get only their mode-3 row: the occasional same-mode run of the real files.
     single = rng.random(len(fix)) < 0.03
-    """Fixes written as one mode-3 row only: the occasional same-mode run of the real files."""
     pair_dt = rng.integers(1_000, 200_000, len(fix))
     n = len(fix)
     utime = np.empty(2 * n, np.int64)
