@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import struct
 
 import pytest
 
@@ -172,3 +173,83 @@ def test_split_recording_parts_in_time_order(tmp_path):
         with open_dat(part) as f:
             stamps += [s.time_ns for s in f.samples()]
     assert stamps == sorted(stamps) and len(stamps) == 10
+
+
+def test_adtf2_can_raw_stream_the_vendor_refuses(tmp_path):
+    """ADTF 2 CAN (`adtf.sample.can_message_raw`, tCanMessage buffers): vendor has no
+    deserializer for it; we read every frame."""
+    path = tmp_path / "can.dat"
+    frames = [
+        struct.pack("<HBB8s", 0x100 + i % 7, i % 2, 8, bytes((i + k) % 256 for k in range(8)))
+        for i in range(50)
+    ]
+    with DatWriter(path, version=0x0201) as w:
+        sid = w.add_stream(
+            "can", major=0x0200, sub=0x0002, sample_class="adtf.sample.can_message_raw"
+        )
+        for i, frame in enumerate(frames):
+            w.write_sample(sid, 1_000_000 + i * 1_000_000, frame)
+    with pytest.raises(RuntimeError):
+        adtf_file.create_reader(str(path))
+    with open_dat(path) as f:
+        assert f.stream("can").adtf2.sample_class == "adtf.sample.can_message_raw"
+        assert f.stream("can").stream_type.meta_type == "adtf2/legacy"
+        assert [bytes(s.data) for s in f.samples()] == frames
+        ids = [struct.unpack_from("<H", s.data)[0] for s in f.samples()]
+        assert ids[:8] == [0x100, 0x101, 0x102, 0x103, 0x104, 0x105, 0x106, 0x100]
+
+
+def _to_big_endian(raw: bytes) -> bytes:
+    """Re-encode a plain-IFHD file (no ADTF envelopes, e.g. test_history.dat) big endian:
+    header, extension table, index payloads and chunk headers."""
+    out = bytearray(raw)
+
+    def swap(fmt, offset):
+        values = struct.unpack_from("<" + fmt, raw, offset)
+        struct.pack_into(">" + fmt, out, offset, *values)
+        return values
+
+    head = swap("4sIIIQQQQQQQBQBQQQ", 0)
+    count, table = head[3], head[4]
+    for i in range(count):
+        at = table + 512 * i
+        ident = raw[at : at + 384].split(b"\0", 1)[0].decode()
+        *_, pos, size = swap("384sHHIIIQQ", at)
+        if ident == "index0":
+            for e in range(size // 44):
+                swap("QIHHQQQI", pos + 44 * e)
+        elif ident.startswith("index_add"):
+            swap("QI", pos)
+        elif ident.startswith("index"):
+            *_, info_size, _ = swap("QQQI228s", pos)
+            refs = pos + 256 + info_size
+            swap(f"{(size - 256 - info_size) // 4}I", refs)
+    # chunk headers: a sequential walk of each region (ring tail, ring head, continuous part)
+    for start, stop in ((head[14], head[15]), (head[5], head[14]), (head[15], head[5] + head[6])):
+        pos = start
+        while pos + 32 <= stop:
+            size = struct.unpack_from("<I", raw, pos + 16)[0]
+            if size < 32:
+                break
+            swap("QIIIHHQ", pos)
+            pos += (size + 15) & ~15
+    out[72] = 2
+    return bytes(out)
+
+
+def test_big_endian_container(tmp_path):
+    from bridge_lake_tests.formats.adtf_support import TESTDATA
+
+    le = TESTDATA / "test_history.dat"
+    be = tmp_path / "history_be.dat"
+    be.write_bytes(_to_big_endian(le.read_bytes()))
+    with open_dat(le) as a, open_dat(be) as b:
+        assert b.header.byte_order == 2 and b.header.endian == ">"
+        assert [(s.stream_id, s.name, s.item_count) for s in b.streams] == [
+            (s.stream_id, s.name, s.item_count) for s in a.streams
+        ]
+        assert [
+            (i.stream_id, i.time_ns, i.stream_index, bytes(i.sample.data)) for i in b.items()
+        ] == [(i.stream_id, i.time_ns, i.stream_index, bytes(i.sample.data)) for i in a.items()]
+        assert b.index0().tolist() == a.index0().tolist()
+        assert b.issues.items == []

@@ -120,20 +120,22 @@ class DatWriter:
         ddl: DDL | None = None,
         ddl_struct: str | None = None,
         stream_id: int | None = None,
+        sample_class: str = ADTF2_SAMPLE_CLASS,
     ) -> int:
         """Declare a stream; returns its id.
 
         ADTF 3 files take a `stream_type` (meta type + properties; put DDL in `md_struct` /
         `md_definitions`). ADTF 2 files take the media type (major, sub, flags); for a DDL
         stream (major 0, sub 0) pass `ddl` and `ddl_struct`, and the `.description` sidecar
-        is written next to the file.
+        is written next to the file. `sample_class` names the ADTF 2 sample class (e.g.
+        `adtf.sample.can_message_raw`, which has the same envelope).
         """
         sid = stream_id if stream_id is not None else len(self._streams) + 1
         if not 0 < sid <= ifhd.MAX_STREAM_ID or sid in self._streams:
             raise ValueError(f"stream id {sid} is taken or outside 1..{ifhd.MAX_STREAM_ID}")
         if self.version < 0x0400:
             info = (
-                _cstr(ADTF2_SAMPLE_CLASS, 512)
+                _cstr(sample_class, 512)
                 + _cstr(ADTF2_TYPE_CLASS, 512)
                 + struct.pack("<III", major, sub, type_flags)
             )
