@@ -14,7 +14,12 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     from bridge_lake.synth import synthesize
 
     made = synthesize(
-        args.out, drives=args.drives, minutes=args.minutes, seed=args.seed, source=args.source
+        args.out,
+        drives=args.drives,
+        minutes=args.minutes,
+        seed=args.seed,
+        source=args.source,
+        light=args.light,
     )
     for d in made:
         size = sum(f.stat().st_size for f in d.files)
@@ -58,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
+    p.add_argument("--light", action="store_true", help="thin lidar (demos, quick tests)")
     p.set_defaults(func=_cmd_synth)
 
     p = sub.add_parser("demo", help="synthesize drives and run the whole pipeline in-process")

@@ -26,10 +26,24 @@ class SynthDrive:
     files: list[Path]
 
 
+LIGHT_NCLT_HITS_PER_REV = 4_000
+"""Lidar density of `light` drives: a 0.5-minute NCLT drive is ~45 MB instead of ~200 MB."""
+
+
 def synthesize(
-    out: Path, *, drives: int = 2, minutes: float = 1.0, seed: int = 0, source: str = "all"
+    out: Path,
+    *,
+    drives: int = 2,
+    minutes: float = 1.0,
+    seed: int = 0,
+    source: str = "all",
+    light: bool = False,
 ) -> list[SynthDrive]:
-    """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF."""
+    """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF.
+
+    `light` thins the NCLT lidar (realistic revolutions hold ~50k hits) for demos and tests;
+    every file is still written in its exact format.
+    """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if drives < 1 or minutes <= 0:
@@ -39,11 +53,13 @@ def synthesize(
     for i in range(drives):
         kind = source if source != "all" else ("nclt", "adtf")[i % 2]
         drive_seed = seed * 1000 + i
-        made.append(_one_drive(out, kind, i, minutes, drive_seed))
+        made.append(_one_drive(out, kind, i, minutes, drive_seed, light))
     return made
 
 
-def _one_drive(out: Path, kind: str, index: int, minutes: float, seed: int) -> SynthDrive:
+def _one_drive(
+    out: Path, kind: str, index: int, minutes: float, seed: int, light: bool
+) -> SynthDrive:
     if kind == "nclt":
         from bridge_lake.synth.nclt import write_nclt_drive
 
@@ -51,7 +67,8 @@ def _one_drive(out: Path, kind: str, index: int, minutes: float, seed: int) -> S
         drive_id = validate_drive_id(f"nclt-{date}-s{seed}")
         path = out / drive_id
         path.mkdir(parents=True, exist_ok=True)
-        files = write_nclt_drive(path, minutes=minutes, seed=seed, date=date)
+        density = {"hits_per_rev": LIGHT_NCLT_HITS_PER_REV} if light else {}
+        files = write_nclt_drive(path, minutes=minutes, seed=seed, date=date, **density)
         meta = DriveMeta(
             vehicle="nclt-segway",
             source="nclt",
