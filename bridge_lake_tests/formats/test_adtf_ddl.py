@@ -299,3 +299,21 @@ def test_decode_bounds_are_checked_per_sample():
     with pytest.raises(DDLError, match="past the end") as err:
         decode(ddl, "S", blob, np.array([0, 7]), np.array([7, 5]))
     assert err.value.offset == 11
+
+
+def test_constants_feed_enums_and_element_metadata():
+    ddl = parse_ddl(
+        "<ddl><constants><constant name='K_MAX' type='tInt32' value='7'/></constants>"
+        "<enums><enum name='E' type='tInt16'><element name='MAX' value='K_MAX'/>"
+        "<element name='MIN' value='-2'/></enum></enums>"
+        "<structs><struct name='S' alignment='1'>"
+        "<element name='e' type='E' arraysize='1' bytepos='0' byteorder='BE' alignment='1'/>"
+        "<element name='c' type='tUInt8' arraysize='1' bytepos='2' value='42' alignment='1'/>"
+        "</struct></structs></ddl>"
+    )
+    assert ddl.constants == {"K_MAX": "7"}
+    assert ddl.enums["E"].values == {"MAX": 7, "MIN": -2}
+    table = decode(ddl, "S", b"\xff\xfe\x2a", np.array([0]), np.array([3]))
+    assert table.to_pylist() == [{"e": -2, "c": 42}]
+    assert table.schema.field("c").metadata == {b"ddl_value": b"42"}
+    assert parse_ddl(render_ddl(ddl)) == ddl

@@ -13,7 +13,6 @@ import contextlib
 import mmap
 import os
 import struct
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -532,12 +531,7 @@ class DatFile:
         substream id. Only chunk positions are collected in the walk; the envelopes are then
         read for all samples at once with numpy."""
         stream = self.stream(key)
-        positions = array("q")
-        times = array("q")
-        for pos, t, _, _, sid, flags, _ in self._walker():
-            if sid == stream.stream_id and not flags & (ifhd.FLAG_TRIGGER | ifhd.FLAG_TYPE):
-                positions.append(pos)
-                times.append(t)
+        positions, times = self._walker().sample_chunks(stream.stream_id)
         pos = np.frombuffer(positions, dtype=np.int64)
         out = {"time_ns": np.frombuffer(times, dtype=np.int64) * self.time_unit_ns}
         data = np.frombuffer(self._buf, dtype=np.uint8)
