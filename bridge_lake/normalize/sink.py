@@ -1,0 +1,310 @@
+"""Where normalizers put their output: table writers, quarantine and per-stream accounting.
+
+A source normalizer (NCLT, ADTF) only decides what each record means. The sink owns the rest,
+the same for every source: it streams batches into one atomic partition writer per table,
+counts rows per stream, keeps every stream's master times to report order, duplicates and
+gaps, fits the device clock wherever `sensor_time_ns` is present, and finally writes the
+`streams` catalog and the `quarantine` table. Conservation (records read = rows written +
+rows quarantined) is checked from its figures, per stream.
+
+Memory: per stream it keeps 8 bytes of master time (16 with a device time) per record, never
+the records themselves; `lidar_points` keeps none (its scans carry the time facts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from bridge_lake import clock
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import Lake, PartitionWriter
+from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, QUARANTINE_RAW_CAP, STREAMS
+
+UNTIMED_TABLES = frozenset({"lidar_points"})
+"""Tables whose per-row times are not tracked (billions of points; their scans are)."""
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What a normalizer declares about a stream before writing it."""
+
+    stream: str
+    table: str
+    source_file: str
+    source_type: str
+    topic: str | None = None
+    expected_rate_hz: float | None = None
+
+
+@dataclass
+class StreamStats:
+    info: StreamInfo
+    records_read: int = 0
+    rows_written: int = 0
+    rows_quarantined: int = 0
+    reordered: int = 0
+    times: list[np.ndarray] = field(default_factory=list)
+    sensor_times: list[np.ndarray] = field(default_factory=list)
+    order: clock.TimeOrder | None = None
+    fit: clock.ClockFit | None = None
+    fit_error: str | None = None
+
+    @property
+    def conserved(self) -> bool:
+        return self.records_read == self.rows_written + self.rows_quarantined
+
+    @property
+    def first_time_ns(self) -> int | None:
+        return int(self.times[0][0]) if self.times else None
+
+    @property
+    def last_time_ns(self) -> int | None:
+        return int(self.times[-1][-1]) if self.times else None
+
+    @property
+    def mean_rate_hz(self) -> float | None:
+        first, last = self.first_time_ns, self.last_time_ns
+        if first is None or last is None or last <= first or self.rows_written < 2:
+            return None
+        return (self.rows_written - 1) / ((last - first) / clock.NS_PER_S)
+
+
+@dataclass(frozen=True)
+class NormalizeResult:
+    streams: list[StreamStats]
+    table_rows: dict[str, int]
+    table_files: dict[str, list[str]]
+    quarantined: int
+
+
+class DriveSink:
+    """Collects one drive's normalized output; `finish()` publishes every table at once."""
+
+    def __init__(self, lake: Lake, drive_id: str) -> None:
+        self._lake = lake
+        self._drive = drive_id
+        self._writers: dict[str, PartitionWriter] = {}
+        self._streams: dict[tuple[str, str], StreamStats] = {}
+        self._quarantine: list[pa.RecordBatch] = []
+        self._finished = False
+
+    # --- what normalizers call ----------------------------------------------------------
+
+    def declare(self, info: StreamInfo) -> StreamStats:
+        if info.table not in NORMALIZED or info.table in (STREAMS.name, QUARANTINE.name):
+            raise BridgeLakeError(f"stream {info.stream!r}: unknown sensor table {info.table!r}")
+        key = (info.stream, info.table)
+        if key in self._streams:
+            raise BridgeLakeError(f"stream {info.stream!r} declared twice for {info.table}")
+        stats = self._streams[key] = StreamStats(info)
+        return stats
+
+    def read(self, stream: str, table: str, n: int) -> None:
+        """Count `n` raw records of a stream (whatever becomes of them)."""
+        self._stats(stream, table).records_read += int(n)
+
+    def reordered(self, stream: str, table: str, n: int) -> None:
+        """Count records the normalizer had to move to restore time order."""
+        self._stats(stream, table).reordered += int(n)
+
+    def write(self, stream: str, table: str, data: pa.RecordBatch | pa.Table) -> None:
+        """Append rows of `stream` to `table`, in master-time order within the stream.
+
+        Columns are matched by name; missing nullable columns are filled with nulls and
+        types are cast to the table schema, so normalizers only build what they know.
+        """
+        stats = self._stats(stream, table)
+        spec = NORMALIZED[table]
+        batch = conform(data, spec.schema, stream=stream)
+        if batch.num_rows == 0:
+            return
+        if table not in UNTIMED_TABLES:
+            stats.times.append(batch.column("time_ns").to_numpy(zero_copy_only=False))
+            if "sensor_time_ns" in spec.schema.names:
+                sensor = batch.column("sensor_time_ns")
+                if sensor.null_count == 0:
+                    stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
+        writer = self._writers.get(table)
+        if writer is None:
+            writer = self._writers[table] = self._lake.partition_writer(
+                "normalized", table, self._drive, spec.schema
+            )
+        writer.write(batch)
+        stats.rows_written += batch.num_rows
+
+    def quarantine(
+        self,
+        stream: str,
+        table: str,
+        *,
+        source_file: str,
+        reasons: Iterable[str],
+        record_index: Iterable[int | None] | None = None,
+        byte_offset: Iterable[int | None] | None = None,
+        line: Iterable[int | None] | None = None,
+        byte_length: Iterable[int | None] | None = None,
+        raw: Iterable[bytes | None] | None = None,
+    ) -> None:
+        """Record raw records that could not be normalized (vectors of equal length)."""
+        reasons = list(reasons)
+        n = len(reasons)
+        if n == 0:
+            return
+
+        def col(values: Iterable | None) -> list:
+            out = [None] * n if values is None else list(values)
+            if len(out) != n:
+                raise BridgeLakeError(f"quarantine of {stream}: column lengths differ")
+            return out
+
+        raws = [None if r is None else bytes(r[:QUARANTINE_RAW_CAP]) for r in col(raw)]
+        self._quarantine.append(
+            pa.RecordBatch.from_pydict(
+                {
+                    "stream": [stream] * n,
+                    "source_file": [source_file] * n,
+                    "record_index": col(record_index),
+                    "byte_offset": col(byte_offset),
+                    "line": col(line),
+                    "byte_length": col(byte_length),
+                    "reason": reasons,
+                    "raw": raws,
+                },
+                schema=QUARANTINE.schema,
+            )
+        )
+        self._stats(stream, table).rows_quarantined += n
+
+    # --- publishing ---------------------------------------------------------------------
+
+    def finish(self) -> NormalizeResult:
+        """Compute stream facts, write streams + quarantine, publish every table."""
+        if self._finished:
+            raise BridgeLakeError("sink already finished")
+        self._finished = True
+        for stats in self._streams.values():
+            _analyse(stats)
+        files: dict[str, list[str]] = {}
+        rows: dict[str, int] = {}
+        try:
+            for name, spec in NORMALIZED.items():
+                if name == STREAMS.name:
+                    data = self._streams_table()
+                elif name == QUARANTINE.name:
+                    data = (
+                        pa.Table.from_batches(self._quarantine, schema=spec.schema)
+                        if self._quarantine
+                        else spec.schema.empty_table()
+                    )
+                else:
+                    data = None
+                writer = self._writers.pop(name, None) or self._lake.partition_writer(
+                    "normalized", name, self._drive, spec.schema
+                )
+                if data is not None:
+                    writer.write(data)
+                files[name] = writer.commit()
+                rows[name] = writer.rows_written
+        except BaseException:
+            self.abort()
+            raise
+        quarantined = sum(b.num_rows for b in self._quarantine)
+        return NormalizeResult(list(self._streams.values()), rows, files, quarantined)
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            writer.abort()
+        self._writers.clear()
+
+    def __enter__(self) -> DriveSink:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _stats(self, stream: str, table: str) -> StreamStats:
+        try:
+            return self._streams[(stream, table)]
+        except KeyError:
+            raise BridgeLakeError(f"stream {stream!r} of {table} was not declared") from None
+
+    def _streams_table(self) -> pa.Table:
+        cols: dict[str, list] = {f.name: [] for f in STREAMS.schema}
+        for s in self._streams.values():
+            o, fit = s.order, s.fit
+            values = {
+                "stream": s.info.stream,
+                "source_file": s.info.source_file,
+                "source_type": s.info.source_type,
+                "table": s.info.table,
+                "topic": s.info.topic,
+                "records_read": s.records_read,
+                "rows_written": s.rows_written,
+                "rows_quarantined": s.rows_quarantined,
+                "first_time_ns": s.first_time_ns,
+                "last_time_ns": s.last_time_ns,
+                "mean_rate_hz": s.mean_rate_hz,
+                "expected_rate_hz": s.info.expected_rate_hz,
+                "reordered": s.reordered,
+                "out_of_order": o.backward if o else None,
+                "duplicates": o.duplicates if o else None,
+                "gaps": o.gaps if o else None,
+                "longest_gap_ns": o.longest_gap_ns if o else None,
+                "gap_threshold_ns": o.gap_threshold_ns if o else None,
+                "clock_offset_ns": fit.offset_ns if fit else None,
+                "clock_drift_ppm": fit.drift_ppm if fit else None,
+                "clock_residual_ns": fit.residual_rms_ns if fit else None,
+                "clock_outliers": fit.outliers if fit else None,
+            }
+            for k, v in values.items():
+                cols[k].append(v)
+        return pa.table(cols, schema=STREAMS.schema)
+
+
+def _analyse(stats: StreamStats) -> None:
+    if stats.times:
+        times = np.concatenate(stats.times)
+        stats.times = [times]
+        expected = stats.info.expected_rate_hz
+        threshold = int(clock.GAP_FACTOR * clock.NS_PER_S / expected) if expected else None
+        stats.order = clock.time_order(times, gap_threshold_ns=threshold)
+        if stats.sensor_times and sum(len(a) for a in stats.sensor_times) == len(times):
+            sensor = np.concatenate(stats.sensor_times)
+            try:
+                stats.fit = clock.fit_clock(sensor, times)
+            except clock.ClockError as exc:
+                stats.fit_error = str(exc)
+        stats.sensor_times = []
+
+
+def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) -> pa.RecordBatch:
+    """`data` as one record batch of `schema`: by name, cast, nulls for missing columns."""
+    table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    n = table.num_rows
+    arrays = []
+    for f in schema:
+        if f.name == "stream" and f.name not in table.column_names:
+            arrays.append(pa.array([stream] * n, pa.string()))
+        elif f.name in table.column_names:
+            col = table.column(f.name)
+            arrays.append(col.cast(f.type) if col.type != f.type else col)
+        elif f.nullable:
+            arrays.append(pa.nulls(n, f.type))
+        else:
+            raise BridgeLakeError(f"stream {stream!r}: required column {f.name!r} missing")
+    out = pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
+    for f in schema:
+        if not f.nullable and out.column(f.name).null_count:
+            raise BridgeLakeError(f"stream {stream!r}: nulls in required column {f.name!r}")
+    batches = out.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=schema)
+
+
+__all__ = ["DriveSink", "NormalizeResult", "StreamInfo", "StreamStats", "conform"]
