@@ -88,9 +88,7 @@ def info_dict(path: str | os.PathLike[str]) -> dict:
             "time_unit": "ns" if unit == 1 else "us",
             "writer": bytes(extension).split(b"\0", 1)[0].decode("latin-1") if extension else None,
             "description": h.description,
-            "file_time": dt.datetime.fromtimestamp(h.file_time, dt.UTC).isoformat()
-            if h.file_time
-            else None,
+            "file_time": _file_time(h.file_time),
             "chunk_count": h.chunk_count,
             "chunks_read": chunks,
             "start_ns": start_ns,
@@ -106,6 +104,14 @@ def info_dict(path: str | os.PathLike[str]) -> dict:
         }
 
 
+def _file_time(seconds: int) -> str | None:
+    """The header's creation time as ISO text; None when unset or not a representable date."""
+    try:
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat() if seconds else None
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _md(stream_type) -> str | None:
     prop = stream_type.properties.get("md_struct")
     return prop.value if prop else None
@@ -114,7 +120,7 @@ def _md(stream_type) -> str | None:
 def _time(ns: int | None) -> str:
     if ns is None:
         return "-"
-    if ns > 10**17:  # Unix-epoch clock (ADTF 3 ns files): show wall time
+    if 10**17 < ns < 4 * 10**18:  # Unix-epoch clock (ADTF 3 ns files): show wall time
         stamp = dt.datetime.fromtimestamp(ns / 1e9, dt.UTC)
         return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return f"{ns / 1e9:.6f} s"

@@ -29,6 +29,7 @@ from bridge_lake.formats.adtf.errors import (
     DDLError,
     ExtensionError,
     SampleError,
+    StreamIndexError,
 )
 from bridge_lake.formats.adtf.samples import (
     ADTF2_ENVELOPE,
@@ -205,13 +206,20 @@ class DatFile:
         infos: list[ifhd.StreamInfo] = []
         for ext in self.extensions:
             name = ext.identifier
-            if name.startswith("index_add") and name[9:].isdigit():
-                adds[int(name[9:])] = ifhd.parse_index_add(self._buf, ext, h.endian, self.path)
-            elif name.startswith("index") and name[5:].isdigit() and int(name[5:]) > 0:
-                infos.append(ifhd.parse_stream_info(self._buf, ext, h.endian, self.path))
+            try:
+                if name.startswith("index_add") and name[9:].isdigit():
+                    adds[int(name[9:])] = ifhd.parse_index_add(self._buf, ext, h.endian, self.path)
+                elif name.startswith("index") and name[5:].isdigit() and int(name[5:]) > 0:
+                    infos.append(ifhd.parse_stream_info(self._buf, ext, h.endian, self.path))
+            except StreamIndexError as exc:
+                self.issues.report(exc)  # that stream's chunks are then read as unknown
         sidecar = self._sidecar(description)
         for info in infos:
-            stream = self._make_stream(info, sidecar)
+            try:
+                stream = self._make_stream(info, sidecar)
+            except StreamIndexError as exc:
+                self.issues.report(exc)
+                continue
             add = adds.get(info.stream_id)
             if add is not None:
                 stream.stream_index_offset = add.stream_index_offset
@@ -416,8 +424,12 @@ class DatFile:
                 yield Item(ITEM_TRIGGER, sid, t * unit, sidx, pos, flags, current.get(sid))
             elif flags & ifhd.FLAG_TYPE:
                 counts[2] += 1
-                text, _ = read_string(self._buf, pos + 32, pos + size, path=self.path)
-                stype = parse_stream_type(text, path=self.path, offset=pos + 32)
+                try:
+                    text, _ = read_string(self._buf, pos + 32, pos + size, path=self.path)
+                    stype = parse_stream_type(text, path=self.path, offset=pos + 32)
+                except StreamIndexError as exc:
+                    self.issues.report(exc)  # keep the type in effect, read on
+                    stype = current.get(sid)
                 current[sid] = stype
                 yield Item(ITEM_STREAM_TYPE, sid, t * unit, sidx, pos, flags, stype)
             else:

@@ -106,16 +106,22 @@ def parse_stream_type(text: str, *, path: str, offset: int) -> StreamType:
     return StreamType(root.attrib["meta_type"], props)
 
 
-def read_string(buf: memoryview, pos: int, end: int, *, path: str) -> tuple[str, int]:
-    """An ADTF 3 length-prefixed string (u32 length incl. NUL); returns (text, next pos)."""
+def read_string(
+    buf: memoryview, pos: int, end: int, *, path: str, base: int = 0
+) -> tuple[str, int]:
+    """An ADTF 3 length-prefixed string (u32 length incl. NUL); returns (text, next pos).
+
+    `base` is the file offset of `buf[0]` when `buf` is a slice, for error offsets."""
     if pos + 4 > end:
-        raise StreamIndexError("string length runs past its container", path=path, offset=pos)
+        raise StreamIndexError(
+            "string length runs past its container", path=path, offset=base + pos
+        )
     (n,) = struct.unpack_from("<I", buf, pos)
     if n > end - pos - 4:
         raise StreamIndexError(
             f"string of declared length {n} exceeds the {end - pos - 4} bytes left",
             path=path,
-            offset=pos,
+            offset=base + pos,
         )
     raw = bytes(buf[pos + 4 : pos + 4 + n])
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace"), pos + 4 + n
@@ -166,8 +172,8 @@ def parse_adtf2_info(info: memoryview, *, path: str, offset: int) -> Adtf2Type:
 
 def parse_adtf3_info(info: memoryview, *, path: str, offset: int) -> tuple[StreamType, str]:
     """ADTF 3 stream info data (§9.2): initial stream type XML and serializer class id."""
-    xml, pos = read_string(info, 0, len(info), path=path)
-    serializer, _ = read_string(info, pos, len(info), path=path)
+    xml, pos = read_string(info, 0, len(info), path=path, base=offset)
+    serializer, _ = read_string(info, pos, len(info), path=path, base=offset)
     return parse_stream_type(xml, path=path, offset=offset), serializer
 
 
