@@ -123,3 +123,23 @@ def test_ddl_streams_decode_with_drifting_device_clocks(drive):
         assert (
             lidar.column("aPoints").combine_chunks().value_lengths().to_pylist() == counts.tolist()
         )
+
+
+def test_reading_is_zero_copy_and_bounded(drive):
+    import mmap
+    import tracemalloc
+
+    files, _ = drive
+    tracemalloc.start()
+    try:
+        total = 0
+        with open_dat(files[0]) as f:
+            for s in f.samples():
+                total += len(s.data)
+                assert isinstance(s.data, memoryview) and isinstance(s.data.obj, mmap.mmap)
+            del s
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total > 10_000_000
+    assert peak < 3_000_000, peak

@@ -334,7 +334,7 @@ def _gather(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def _scalars(buf: np.ndarray, pos: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def read_scalars(buf: np.ndarray, pos: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """One value of `dtype` at each position, native byte order."""
     size = dtype.itemsize
     if size == 1:
@@ -435,16 +435,16 @@ class _Decoder:
             self._check(what, pos, width, limit)
             starts = np.cumsum(count) - count
             flat = np.repeat(pos - starts * size, count) + np.arange(int(count.sum())) * size
-            values = _scalars(self.buf, flat, dtype)
+            values = read_scalars(self.buf, flat, dtype)
             offsets = np.concatenate([[0], np.cumsum(count)])
             return pa.LargeListArray.from_arrays(offsets, self._arrow(e, values)), width, None
         width = count * size
         self._check(what, pos, width, limit)
         if count == 1:
-            values = _scalars(self.buf, pos, dtype)
+            values = read_scalars(self.buf, pos, dtype)
             return self._arrow(e, values), width, values
         flat = (pos[:, None] + np.arange(count, dtype=np.int64) * size).reshape(-1)
-        values = _scalars(self.buf, flat, dtype)
+        values = read_scalars(self.buf, flat, dtype)
         return pa.FixedSizeListArray.from_arrays(self._arrow(e, values), count), width, None
 
     def _arrow(self, e: Element, values: np.ndarray) -> pa.Array:

@@ -38,8 +38,6 @@ VERSIONS = (0x0200, 0x0201, 0x0300, 0x0301, 0x0400, 0x0500)
 HISTORY_VERSIONS = (0x0300, 0x0301)
 
 FLAG_KEY = 0x01
-FLAG_INFO = 0x02
-FLAG_MARKER = 0x04
 FLAG_TYPE = 0x08
 FLAG_TRIGGER = 0x10
 
@@ -319,7 +317,6 @@ class ChunkWalker:
         self.data_end = min(claimed, file_size)
         self.clamped = claimed > file_size
         self.chunks_read = 0
-        self.stopped_at: int | None = None
 
     def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
         h = self.header
@@ -341,7 +338,7 @@ class ChunkWalker:
             return self._salvage()
         return self._ring() if ring else self._sequential()
 
-    def _check(self, pos: int, end: int) -> tuple[int, int, int, int, int, int, int] | None:
+    def checked_chunk(self, pos: int, end: int) -> tuple[int, int, int, int, int, int, int] | None:
         """Unpack the chunk at pos, or report why it cannot be read and return None."""
         if pos + CHUNK_HEADER_SIZE > end:
             if self.clamped and end == self.data_end and pos < end:
@@ -395,8 +392,7 @@ class ChunkWalker:
                     pos += (size + 15) & ~15
                     continue
             self.chunks_read = n
-            self.stopped_at = pos
-            self._check(pos, end)
+            self.checked_chunk(pos, end)
             return
         self.chunks_read = n
 
@@ -428,8 +424,7 @@ class ChunkWalker:
             pos += (size + 15) & ~15
         self.chunks_read = n
         if n < count:
-            self.stopped_at = pos
-            self._check(pos, end)
+            self.checked_chunk(pos, end)
         return offsets, times
 
     def _salvage(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
@@ -437,7 +432,7 @@ class ChunkWalker:
         first header that is not plausible (stream id outside 1..512, time going back)."""
         pos, prev_time, n = self.header.data_offset, 0, 0
         while pos < self.data_end:
-            chunk = self._check(pos, self.data_end)
+            chunk = self.checked_chunk(pos, self.data_end)
             if chunk is None:
                 break
             _, t, _, size, sid, _, _ = chunk
@@ -456,7 +451,6 @@ class ChunkWalker:
             yield chunk
             prev_time = t
             pos += _stride(size)
-        self.stopped_at = pos
 
     def _ring(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
         h = self.header
@@ -469,10 +463,9 @@ class ChunkWalker:
                 pos, end, phase = h.data_offset, h.continuous_offset, 2
             elif phase == 2 and pos >= ring_end:
                 pos, end, phase = h.continuous_offset, self.data_end, 3
-            chunk = self._check(pos, end) if pos < end else None
+            chunk = self.checked_chunk(pos, end) if pos < end else None
             if chunk is None:
                 if phase == 3 or (phase == 1 and pos < h.continuous_offset):
-                    self.stopped_at = pos
                     break
                 pos = end
                 continue

@@ -24,7 +24,6 @@ import pyarrow as pa
 from bridge_lake.formats.adtf import ddl as ddl_mod
 from bridge_lake.formats.adtf import ifhd
 from bridge_lake.formats.adtf.errors import (
-    AdtfError,
     CountMismatchError,
     DDLError,
     ExtensionError,
@@ -504,7 +503,7 @@ class DatFile:
             pos += (size + 15) & ~15
         walker.chunks_read = n
         if n < count:
-            walker._check(pos, end)
+            walker.checked_chunk(pos, end)
         for sid, plan in enumerate(plans):
             if plan is not None and plan[2]:
                 counts.setdefault(sid, [0, 0, 0])[0] += plan[2]
@@ -549,9 +548,9 @@ class DatFile:
         data = np.frombuffer(self._buf, dtype=np.uint8)
         le = {c: np.dtype("<" + c) for c in ("i8", "u8", "i4", "u4")}
         if stream.kind == KIND_ADTF3:
-            stime = ddl_mod._scalars(data, pos + 32, le["i8"])
-            flags = ddl_mod._scalars(data, pos + 40, le["i4"])
-            length = ddl_mod._scalars(data, pos + 44, le["u8"]).astype(np.int64)
+            stime = ddl_mod.read_scalars(data, pos + 32, le["i8"])
+            flags = ddl_mod.read_scalars(data, pos + 40, le["i4"])
+            length = ddl_mod.read_scalars(data, pos + 44, le["u8"]).astype(np.int64)
             start = pos + 32 + ADTF3_ENVELOPE.size
             sub = np.zeros(len(pos), dtype=np.int64)
             has_sub = (flags & ADTF3_FLAG_SUBSTREAM) != 0
@@ -559,21 +558,21 @@ class DatFile:
                 at = start + length
                 info = (flags & ADTF3_FLAG_INFO) != 0
                 if info.any():
-                    at = at + np.where(info, 5 + ddl_mod._scalars(data, at + 1, le["u4"]), 0)
-                sub[has_sub] = ddl_mod._scalars(data, at[has_sub], le["u4"])
+                    at = at + np.where(info, 5 + ddl_mod.read_scalars(data, at + 1, le["u4"]), 0)
+                sub[has_sub] = ddl_mod.read_scalars(data, at[has_sub], le["u4"])
             out["sample_time_ns"] = stime if stream.serializer in NS_SERIALIZERS else stime * 1000
         elif stream.kind == KIND_ADTF2:
-            length = ddl_mod._scalars(data, pos + 33, le["u4"]).astype(np.int64)
-            out["sample_time_ns"] = ddl_mod._scalars(data, pos + 37, le["i8"]) * 1000
+            length = ddl_mod.read_scalars(data, pos + 33, le["u4"]).astype(np.int64)
+            out["sample_time_ns"] = ddl_mod.read_scalars(data, pos + 37, le["i8"]) * 1000
             start = pos + 32 + ADTF2_ENVELOPE.size
             sub = np.zeros(len(pos), dtype=np.int64)
         else:
-            size = ddl_mod._scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+            size = ddl_mod.read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
             length = size.astype(np.int64) - 32
             start = pos + 32
             out["sample_time_ns"] = out["time_ns"]
             sub = np.zeros(len(pos), dtype=np.int64)
-        chunk_size = ddl_mod._scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+        chunk_size = ddl_mod.read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
         bad = start + length > pos + chunk_size
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
@@ -692,7 +691,6 @@ def sniff(head: bytes | str | os.PathLike[str]) -> tuple[bool, int | None]:
 
 
 __all__ = [
-    "AdtfError",
     "DatFile",
     "Item",
     "Sample",
