@@ -198,3 +198,22 @@ def test_samples_fast_path_equals_items(case):
     fast = [_plain(s) for s in f.samples()]
     assert fast == from_items
     assert len(fast) == sum(d["samples"] for d in got.values())
+
+
+def test_history_0x0301_uses_ring_buffer_end(tmp_path):
+    """0x0301 names the ring's end explicitly; rewrite test_history.dat as 0x0301."""
+    raw = bytearray((TESTDATA / "test_history.dat").read_bytes())
+    raw[4:8] = (0x0301).to_bytes(4, "little")
+    raw[98:106] = (5072).to_bytes(8, "little")
+    same = tmp_path / "h301.dat"
+    same.write_bytes(bytes(raw))
+    with open_dat(TESTDATA / "test_history.dat") as a, open_dat(same) as b:
+        assert [i.offset for i in b.items()] == [i.offset for i in a.items()]
+    raw[98:106] = (4064).to_bytes(8, "little")  # ring data ends 21 chunks earlier
+    short = tmp_path / "h301_short.dat"
+    short.write_bytes(bytes(raw))
+    with open_dat(short, strict=False) as f:
+        offsets = [i.offset for i in f.items()]
+        assert len(offsets) == 58 + 42 + 399
+        assert offsets[58 + 41] == 4016 and offsets[58 + 42] == 7856
+        assert any("chunks" in str(e) for e in f.issues.items)

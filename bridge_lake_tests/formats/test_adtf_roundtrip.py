@@ -253,3 +253,45 @@ def test_big_endian_container(tmp_path):
         ] == [(i.stream_id, i.time_ns, i.stream_index, bytes(i.sample.data)) for i in a.items()]
         assert b.index0().tolist() == a.index0().tolist()
         assert b.issues.items == []
+
+
+@pytest.mark.parametrize("version", [0x0400, 0x0500])
+def test_media_description_serializer_hands_out_deserialized(tmp_path, version):
+    """ADTF 3 `media_description` streams store DDL-serialized buffers; the vendor returns
+    the deserialized layout (checked here by experiment), and so does `Sample.data`."""
+    from bridge_lake.formats.adtf.samples import SERIALIZER_MD, SERIALIZER_MD_NS
+
+    defs = (
+        "<structs><struct name='T' alignment='1' version='1'>"
+        "<element name='a' type='tUInt32' arraysize='1' bytepos='2' byteorder='BE' alignment='4'/>"
+        "<element name='b' type='tUInt8' arraysize='1' bytepos='0' byteorder='LE' alignment='1'/>"
+        "</struct></structs>"
+    )
+    stype = StreamType(
+        "adtf/default",
+        {
+            "md_struct": Property("cString", "T"),
+            "md_definitions": Property("cString", defs),
+            "md_data_serialized": Property("tBool", "true"),
+        },
+    )
+    serializer = SERIALIZER_MD_NS if version >= 0x0500 else SERIALIZER_MD
+    path = tmp_path / "md.dat"
+    stored = [bytes([7 + i, 0]) + struct.pack(">I", 0x01020304 + i) for i in range(20)]
+    with DatWriter(path, version=version) as w:
+        sid = w.add_stream("s", stream_type=stype, serializer=serializer)
+        for i, raw in enumerate(stored):
+            w.write_sample(sid, 1_000_000 * (i + 1), raw, sample_time_ns=1_000_000 * i + 7_000)
+    _, vendor = _vendor_items(path)
+    with open_dat(path) as f:
+        ours = list(f.samples())
+        assert [bytes(s.raw) for s in ours] == stored
+        assert [(bytes(s.data), s.sample_time_ns // 1000) for s in ours] == [
+            (v[3][0], v[3][1]) for v in vendor
+        ]
+        assert bytes(ours[0].data) == struct.pack("<I", 0x01020304) + b"\x07"
+        table = f.decode("s")
+        assert table.column("a").to_pylist() == [0x01020304 + i for i in range(20)]
+        assert table.column("b").to_pylist() == [7 + i for i in range(20)]
+        if version >= 0x0500:
+            assert ours[0].sample_time_ns == 7_000

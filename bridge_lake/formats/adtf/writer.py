@@ -28,6 +28,7 @@ from bridge_lake.formats.adtf.samples import (
     ADTF2_SAMPLE_CLASS,
     ADTF2_TYPE_CLASS,
     ADTF3_FLAG_SUBSTREAM,
+    NS_SERIALIZERS,
     SERIALIZER_COPY,
     SERIALIZER_COPY_NS,
     StreamType,
@@ -53,6 +54,8 @@ class _StreamState:
     last_time: int = 0
     refs: list[int] = field(default_factory=list)
     next_index_time: int = 0
+    sample_unit: int = 1000
+    """ns per tick of the sample time stamp: 1 for `_ns` serializers, else 1000 (µs)."""
 
 
 def _cstr(text: str, size: int) -> bytes:
@@ -121,6 +124,7 @@ class DatWriter:
         ddl_struct: str | None = None,
         stream_id: int | None = None,
         sample_class: str = ADTF2_SAMPLE_CLASS,
+        serializer: str | None = None,
     ) -> int:
         """Declare a stream; returns its id.
 
@@ -128,7 +132,9 @@ class DatWriter:
         `md_definitions`). ADTF 2 files take the media type (major, sub, flags); for a DDL
         stream (major 0, sub 0) pass `ddl` and `ddl_struct`, and the `.description` sidecar
         is written next to the file. `sample_class` names the ADTF 2 sample class (e.g.
-        `adtf.sample.can_message_raw`, which has the same envelope).
+        `adtf.sample.can_message_raw`, which has the same envelope). `serializer` overrides the
+        ADTF 3 serializer id (default: sample copy, ns variant for 0x0500); with a
+        `media_description_sample_serialization` id, buffers are DDL-serialized (`md_struct`).
         """
         sid = stream_id if stream_id is not None else len(self._streams) + 1
         if not 0 < sid <= ifhd.MAX_STREAM_ID or sid in self._streams:
@@ -146,10 +152,12 @@ class DatWriter:
                 self._ddl_streams[name] = ddl_struct
         else:
             stype = stream_type or StreamType("adtf/anonymous")
-            serializer = SERIALIZER_COPY_NS if self.version >= 0x0500 else SERIALIZER_COPY
+            if serializer is None:
+                serializer = SERIALIZER_COPY_NS if self.version >= 0x0500 else SERIALIZER_COPY
             info = _string(stype.to_xml()) + _string(serializer)
         _cstr(name, 228)
-        self._streams[sid] = _StreamState(sid, name, info)
+        unit = 1 if self.version >= 0x0400 and serializer in NS_SERIALIZERS else 1000
+        self._streams[sid] = _StreamState(sid, name, info, sample_unit=unit)
         return sid
 
     def _merge_ddl(self, ddl: DDL) -> None:
@@ -251,7 +259,7 @@ class DatWriter:
             self._fh.write(b"\0\0\0\0")
         else:
             sflags = flags | (ADTF3_FLAG_SUBSTREAM if substream_id else 0)
-            stime = stime if self.version >= 0x0500 else stime // 1000
+            stime //= stream.sample_unit
             size = _ADTF3_HEAD.size + n + (4 if substream_id else 0)
             head = self._head(stream, t, size, chunk_flags, indexed)
             self._fh.write(_ADTF3_HEAD.pack(*head, stime, sflags, n))
