@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import tempfile
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import IO, Any
 
 import fsspec
@@ -105,6 +108,24 @@ class LandingZone:
         if not self.is_local:
             return None
         return self._checked_local(drive_id, rel)
+
+    @contextmanager
+    def local_drive(self, drive_id: str) -> Iterator[Path]:
+        """The drive folder on local disk: itself when local, else a downloaded temporary copy.
+
+        Readers memory-map their files, which needs a local file; the copy costs disk, not
+        memory, and is removed afterwards.
+        """
+        if self.is_local:
+            yield Path(self.drive_dir(drive_id))
+            return
+        with tempfile.TemporaryDirectory(prefix=f"bridge-lake-{drive_id}-") as tmp:
+            target = Path(tmp) / drive_id
+            for f in self.files(drive_id):
+                dest = target / f.path
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                self.fs.get_file(posixpath.join(self.drive_dir(drive_id), f.path), str(dest))
+            yield target
 
     def open(self, drive_id: str, rel: str) -> IO[bytes]:
         if self.is_local:

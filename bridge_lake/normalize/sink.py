@@ -23,6 +23,7 @@ from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import Lake, PartitionWriter
 from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, QUARANTINE_RAW_CAP, STREAMS
+from bridge_lake.normalize.quality import value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
 """Tables whose per-row times are not tracked (billions of points; their scans are)."""
@@ -52,6 +53,7 @@ class StreamStats:
     order: clock.TimeOrder | None = None
     fit: clock.ClockFit | None = None
     fit_error: str | None = None
+    violations: dict[str, int] = field(default_factory=dict)
 
     @property
     def conserved(self) -> bool:
@@ -128,6 +130,8 @@ class DriveSink:
                 sensor = batch.column("sensor_time_ns")
                 if sensor.null_count == 0:
                     stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
+        for name, n in value_violations(table, batch).items():
+            stats.violations[name] = stats.violations.get(name, 0) + n
         writer = self._writers.get(table)
         if writer is None:
             writer = self._writers[table] = self._lake.partition_writer(

@@ -169,3 +169,15 @@ def test_s3_landing_zone_scan_and_read(s3_options, s3_bucket):
     assert zone.read_head("d1", "sub/gps.csv", 10) == b"1,2\n"
     fs.pipe(f"{s3_bucket}/landing/d2/gps.csv", b"3\n")
     assert list(zone.scan().drives) == ["d1", "d2"]  # no stale listing cache
+
+
+def test_s3_landing_zone_local_copy(s3_options, s3_bucket):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    fs.pipe({f"{s3_bucket}/landing/d1/a/gps.csv": b"1,2\n", f"{s3_bucket}/landing/d1/b.dat": b"x"})
+    zone = LandingZone(f"s3://{s3_bucket}/landing", s3_options)
+    with zone.local_drive("d1") as local:
+        assert (local / "a" / "gps.csv").read_bytes() == b"1,2\n"
+        assert (local / "b.dat").read_bytes() == b"x"
+    assert not local.exists()

@@ -1,0 +1,219 @@
+"""Data-quality rules of the normalized layer, as pure functions over the sink's figures.
+
+The Dagster layer turns each `Finding` into an asset check result; keeping the rules here
+makes them testable without Dagster and the same for every source.
+
+Value checks run per batch while the sink writes (`value_violations`), so they cost one
+vectorized pass over data that is in memory anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge_lake.lake.schemas import SENSOR_TABLES
+
+RATE_TOLERANCE = 0.3
+"""Observed mean rate may differ from the nominal rate by 30% (logging hosts jitter)."""
+DRIFT_LIMIT_PPM = 200.0
+"""A device clock drifting more than 200 ppm (0.72 s/h) against the master is suspicious."""
+QUARANTINE_LIMIT = 0.01
+"""More than 1% of a stream's records quarantined is worth a look."""
+MAX_ACCEL = 160.0
+"""|specific force| above 16 g is not a vehicle."""
+MAX_GYRO = 35.0
+"""|angular velocity| above 2000 °/s is beyond automotive IMUs."""
+QUAT_TOLERANCE = 1e-3
+ALT_RANGE = (-500.0, 9000.0)
+
+
+@dataclass(frozen=True)
+class Finding:
+    table: str
+    check: str
+    passed: bool
+    error: bool
+    """ERROR (blocking) or WARN."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+CHECKS: dict[str, tuple[str, bool]] = {
+    "conservation": ("records read = rows written + rows quarantined, per stream", True),
+    "monotonic": ("time_ns never decreases within a stream after repair", True),
+    "rate": ("observed rate within 30% of the stream's nominal rate", False),
+    "gaps": ("no step longer than 5 nominal periods", False),
+    "values": ("values within physical ranges (lat/lon, |accel|, unit quaternions, finite)", False),
+}
+"""Checks of every sensor table: name → (description, is ERROR and blocking)."""
+CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
+    "completeness": ("every recording file of the drive produced a stream", True),
+    "clock_drift": (f"device clocks drift less than {DRIFT_LIMIT_PPM:g} ppm", False),
+}
+QUARANTINE_CHECKS: dict[str, tuple[str, bool]] = {
+    "quarantine_share": (f"at most {QUARANTINE_LIMIT:.0%} of any stream quarantined", False),
+}
+
+
+def _norm(batch: pa.RecordBatch, prefix: str) -> np.ndarray:
+    """Euclidean norm of a vector column triple; null components count as unknown, not 0,
+    unless another component is known (then the norm is at least that large)."""
+    cols = np.stack(
+        [
+            np.asarray(batch.column(f"{prefix}_{a}").to_numpy(zero_copy_only=False), dtype=float)
+            for a in "xyz"
+        ]
+    )
+    known = ~np.isnan(cols).all(axis=0)
+    norm = np.sqrt(np.nansum(cols**2, axis=0))
+    return np.where(known, norm, np.nan)
+
+
+def value_violations(table: str, batch: pa.RecordBatch) -> dict[str, int]:
+    """Counts of out-of-range values in one batch of a normalized table (nulls are fine)."""
+    out: dict[str, int] = {}
+
+    def count(name: str, bad: np.ndarray) -> None:
+        n = int(np.count_nonzero(bad))
+        if n:
+            out[name] = out.get(name, 0) + n
+
+    if table == "gnss":
+        lat = batch.column("lat_deg").to_numpy(zero_copy_only=False).astype(np.float64)
+        lon = batch.column("lon_deg").to_numpy(zero_copy_only=False).astype(np.float64)
+        alt = batch.column("alt_m").to_numpy(zero_copy_only=False).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            count("lat_out_of_range", np.abs(lat) > 90)
+            count("lon_out_of_range", np.abs(lon) > 180)
+            count("alt_out_of_range", (alt < ALT_RANGE[0]) | (alt > ALT_RANGE[1]))
+    elif table == "imu":
+        with np.errstate(invalid="ignore"):
+            count("accel_implausible", _norm(batch, "linear_acceleration") > MAX_ACCEL)
+            count("gyro_implausible", _norm(batch, "angular_velocity") > MAX_GYRO)
+            q = [
+                batch.column(f"orientation_{a}").to_numpy(zero_copy_only=False).astype(float)
+                for a in "xyzw"
+            ]
+            qn = np.sqrt(sum(c**2 for c in q))
+            count("quaternion_not_unit", np.abs(qn - 1) > QUAT_TOLERANCE)
+    elif table == "lidar_points":
+        xyz = [batch.column(a) for a in "xyz"]
+        bad = pc.or_(pc.or_(pc.is_nan(xyz[0]), pc.is_nan(xyz[1])), pc.is_nan(xyz[2]))
+        count("non_finite_point", np.asarray(bad.to_numpy(zero_copy_only=False)))
+    elif table == "can_frames":
+        dlc = batch.column("dlc").to_numpy(zero_copy_only=False)
+        lengths = pc.binary_length(batch.column("data")).to_numpy(zero_copy_only=False)
+        count("dlc_out_of_range", (dlc < 0) | (dlc > 64))
+        count("dlc_payload_mismatch", (dlc <= 8) & (lengths != dlc))
+    return out
+
+
+def sensor_table_findings(table: str, streams: list) -> list[Finding]:
+    """The CHECKS of one sensor table from its streams' StreamStats (sink figures)."""
+    mine = [s for s in streams if s.info.table == table]
+    names = [s.info.stream for s in mine]
+    broken = {
+        s.info.stream: {
+            "read": s.records_read,
+            "written": s.rows_written,
+            "quarantined": s.rows_quarantined,
+        }
+        for s in mine
+        if not s.conserved
+    }
+    findings = [
+        Finding(
+            table,
+            "conservation",
+            not broken,
+            True,
+            {
+                "streams": names,
+                "violations": broken,
+                "records_read": sum(s.records_read for s in mine),
+                "rows_written": sum(s.rows_written for s in mine),
+                "rows_quarantined": sum(s.rows_quarantined for s in mine),
+            },
+        ),
+    ]
+    disorder = {s.info.stream: s.order.backward for s in mine if s.order and s.order.backward}
+    findings.append(
+        Finding(
+            table,
+            "monotonic",
+            not disorder,
+            True,
+            {"out_of_order": disorder, "reordered": {s.info.stream: s.reordered for s in mine}},
+        )
+    )
+    rates, off = {}, {}
+    for s in mine:
+        expected, observed = s.info.expected_rate_hz, s.mean_rate_hz
+        if expected and observed:
+            rates[s.info.stream] = {"expected_hz": expected, "observed_hz": round(observed, 3)}
+            if abs(observed - expected) > RATE_TOLERANCE * expected:
+                off[s.info.stream] = rates[s.info.stream]
+    findings.append(Finding(table, "rate", not off, False, {"rates": rates, "off": off}))
+    gaps = {
+        s.info.stream: {
+            "gaps": s.order.gaps,
+            "longest_gap_s": s.order.longest_gap_ns / 1e9,
+            "threshold_s": (s.order.gap_threshold_ns or 0) / 1e9,
+        }
+        for s in mine
+        if s.order and s.order.gaps
+    }
+    findings.append(Finding(table, "gaps", not gaps, False, {"streams_with_gaps": gaps}))
+    values = {s.info.stream: s.violations for s in mine if s.violations}
+    findings.append(Finding(table, "values", not values, False, {"violations": values}))
+    return findings
+
+
+def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Finding]:
+    """Checks of the streams catalog: completeness against the raw manifest, clock drift.
+
+    `lost` are recording files of the drive (out of `recordings`) that no stream came from.
+    """
+    drift = {
+        s.info.stream: round(s.fit.drift_ppm, 3)
+        for s in streams
+        if s.fit and abs(s.fit.drift_ppm) > DRIFT_LIMIT_PPM
+    }
+    fits = {s.info.stream: round(s.fit.drift_ppm, 3) for s in streams if s.fit}
+    return [
+        Finding(
+            "streams",
+            "completeness",
+            not lost,
+            True,
+            {"recordings": recordings, "without_stream": lost[:50]},
+        ),
+        Finding(
+            "streams", "clock_drift", not drift, False, {"drift_ppm": fits, "over_limit": drift}
+        ),
+    ]
+
+
+def quarantine_findings(streams: list) -> list[Finding]:
+    heavy = {
+        s.info.stream: {"quarantined": s.rows_quarantined, "read": s.records_read}
+        for s in streams
+        if s.records_read and s.rows_quarantined / s.records_read > QUARANTINE_LIMIT
+    }
+    total = sum(s.rows_quarantined for s in streams)
+    return [
+        Finding(
+            "quarantine",
+            "quarantine_share",
+            not heavy,
+            False,
+            {"quarantined": total, "over_limit": heavy},
+        )
+    ]
+
+
+SENSOR_TABLE_NAMES = tuple(t.name for t in SENSOR_TABLES)

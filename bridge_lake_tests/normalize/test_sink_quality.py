@@ -1,0 +1,210 @@
+"""The sink's accounting and every quality rule, each shown failing when violated."""
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import Lake
+from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize import quality
+from bridge_lake.normalize.sink import DriveSink, StreamInfo
+
+T0 = 1_326_030_975_000_000_000
+
+
+def _imu(n, period_ns=10_000_000, start=T0, **cols):
+    t = start + np.arange(n, dtype=np.int64) * period_ns
+    data = {
+        "time_ns": t,
+        "sensor_time_ns": t,
+        "frame_id": ["imu"] * n,
+        "linear_acceleration_z": np.full(n, -9.81),
+    }
+    data.update(cols)
+    return pa.table(data)
+
+
+def _run(tmp_path, feed, info=None):
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as sink:
+        sink.declare(info or StreamInfo("imu0", "imu", "imu.csv", "test", "/imu", 100.0))
+        feed(sink)
+        result = sink.finish()
+    return lake, result
+
+
+def _finding(result, table, check):
+    all_findings = [
+        *quality.sensor_table_findings(table, result.streams),
+        *quality.catalog_findings(result.streams, 1, []),
+        *quality.quarantine_findings(result.streams),
+    ]
+    return next(f for f in all_findings if f.table == table and f.check == check)
+
+
+def test_clean_stream_passes_every_check_and_all_tables_are_published(tmp_path):
+    def feed(s):
+        s.read("imu0", "imu", 500)
+        s.write("imu0", "imu", _imu(500))
+
+    lake, result = _run(tmp_path, feed)
+    for check in quality.CHECKS:
+        assert _finding(result, "imu", check).passed, check
+    assert set(result.table_rows) == set(NORMALIZED)
+    for name in NORMALIZED:  # every table has a partition, empty or not
+        assert lake.has_partition("normalized", name, "d1")
+    streams = pl.from_arrow(lake.read_partition("normalized", "streams", "d1"))
+    row = streams.row(0, named=True)
+    assert row["rows_written"] == 500 and row["records_read"] == 500
+    assert row["mean_rate_hz"] == pytest.approx(100.0)
+    assert row["out_of_order"] == 0 and row["gaps"] == 0
+    assert row["clock_drift_ppm"] == pytest.approx(0, abs=1e-6)
+
+
+def test_conservation_fails_when_records_go_missing(tmp_path):
+    def feed(s):
+        s.read("imu0", "imu", 10)
+        s.write("imu0", "imu", _imu(8))
+        s.quarantine("imu0", "imu", source_file="imu.csv", reasons=["short row"], line=[4])
+
+    _, result = _run(tmp_path, feed)
+    f = _finding(result, "imu", "conservation")
+    assert not f.passed and f.error
+    assert f.metadata["violations"] == {"imu0": {"read": 10, "written": 8, "quarantined": 1}}
+
+
+def test_quarantine_rows_are_kept_with_position_and_capped_bytes(tmp_path):
+    def feed(s):
+        s.read("imu0", "imu", 3)
+        s.write("imu0", "imu", _imu(1))
+        s.quarantine(
+            "imu0",
+            "imu",
+            source_file="imu.bin",
+            reasons=["bad magic", "cut"],
+            byte_offset=[100, 9000],
+            byte_length=[24, 7],
+            raw=[b"x" * 10_000, b"y"],
+        )
+
+    lake, result = _run(tmp_path, feed)
+    assert _finding(result, "imu", "conservation").passed
+    q = lake.read_partition("normalized", "quarantine", "d1").to_pylist()
+    assert [r["byte_offset"] for r in q] == [100, 9000]
+    assert len(q[0]["raw"]) == 4096 and q[1]["reason"] == "cut"
+    share = _finding(result, "quarantine", "quarantine_share")
+    assert not share.passed  # 2 of 3 records
+
+
+def test_monotonic_fails_on_backward_time(tmp_path):
+    def feed(s):
+        t = _imu(5)
+        t = t.set_column(0, "time_ns", pa.array([T0, T0 + 10, T0 + 5, T0 + 20, T0 + 30]))
+        s.read("imu0", "imu", 5)
+        s.write("imu0", "imu", t)
+
+    _, result = _run(tmp_path, feed)
+    f = _finding(result, "imu", "monotonic")
+    assert not f.passed and f.metadata["out_of_order"] == {"imu0": 1}
+
+
+def test_rate_and_gaps_fail_on_a_slow_stream_with_a_hole(tmp_path):
+    def feed(s):
+        a, b = _imu(100, period_ns=100_000_000), _imu(10, start=T0 + 100 * 10**9)
+        s.read("imu0", "imu", 110)
+        s.write("imu0", "imu", a)
+        s.write("imu0", "imu", b)
+
+    _, result = _run(tmp_path, feed)
+    assert not _finding(result, "imu", "rate").passed
+    gaps = _finding(result, "imu", "gaps")
+    assert not gaps.passed and gaps.metadata["streams_with_gaps"]["imu0"]["gaps"] >= 1
+
+
+def test_value_checks_catch_bad_gnss_and_imu(tmp_path):
+    def feed(s):
+        n = 4
+        t = T0 + np.arange(n, dtype=np.int64) * 100_000_000
+        s.read("gps", "gnss", n)
+        s.write(
+            "gps",
+            "gnss",
+            pa.table(
+                {
+                    "time_ns": t,
+                    "frame_id": ["gps"] * n,
+                    "lat_deg": [42.0, 95.0, None, 42.0],
+                    "lon_deg": [-83.0, -83.0, -83.0, 200.0],
+                    "alt_m": [270.0, 270.0, 20_000.0, None],
+                }
+            ),
+        )
+        s.read("imu0", "imu", 2)
+        s.write(
+            "imu0",
+            "imu",
+            _imu(
+                2,
+                linear_acceleration_x=[500.0, 0.0],
+                orientation_x=[0.0, 0.5],
+                orientation_y=[0.0, 0.0],
+                orientation_z=[0.0, 0.0],
+                orientation_w=[1.0, 0.5],
+            ),
+        )
+
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as sink:
+        sink.declare(StreamInfo("gps", "gnss", "gps.csv", "test", None, 10.0))
+        sink.declare(StreamInfo("imu0", "imu", "imu.csv", "test", None, 100.0))
+        feed(sink)
+        result = sink.finish()
+    g = _finding(result, "gnss", "values")
+    assert g.metadata["violations"]["gps"] == {
+        "lat_out_of_range": 1,
+        "lon_out_of_range": 1,
+        "alt_out_of_range": 1,
+    }
+    i = _finding(result, "imu", "values")
+    assert i.metadata["violations"]["imu0"] == {"accel_implausible": 1, "quaternion_not_unit": 1}
+
+
+def test_clock_drift_and_completeness_findings(tmp_path):
+    def feed(s):
+        t = T0 + np.arange(1000, dtype=np.int64) * 10_000_000
+        sensor = t - (np.arange(1000) * 10_000_000 * 500e-6).astype(np.int64)  # 500 ppm slow
+        s.read("imu0", "imu", 1000)
+        s.write("imu0", "imu", _imu(1000).set_column(1, "sensor_time_ns", pa.array(sensor)))
+
+    _, result = _run(tmp_path, feed)
+    fit = result.streams[0].fit
+    assert fit.drift_ppm == pytest.approx(500.25, abs=0.5)
+    complete, drift = quality.catalog_findings(result.streams, 3, ["b.dat"])
+    assert not drift.passed and drift.metadata["over_limit"]["imu0"] > 200
+    assert not complete.passed and complete.metadata["without_stream"] == ["b.dat"]
+
+
+def test_sink_rejects_undeclared_streams_missing_columns_and_unknown_tables(tmp_path):
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as sink:
+        with pytest.raises(BridgeLakeError, match="not declared"):
+            sink.write("nope", "imu", _imu(1))
+        with pytest.raises(BridgeLakeError, match="unknown sensor table"):
+            sink.declare(StreamInfo("x", "streams", "f", "t"))
+        sink.declare(StreamInfo("imu0", "imu", "f", "t"))
+        with pytest.raises(BridgeLakeError, match="required column 'frame_id'"):
+            sink.write("imu0", "imu", pa.table({"time_ns": [1]}))
+        with pytest.raises(BridgeLakeError, match="declared twice"):
+            sink.declare(StreamInfo("imu0", "imu", "f", "t"))
+
+
+def test_failure_before_finish_publishes_nothing(tmp_path):
+    lake = Lake(str(tmp_path))
+    with pytest.raises(RuntimeError):
+        with DriveSink(lake, "d1") as sink:
+            sink.declare(StreamInfo("imu0", "imu", "f", "t"))
+            sink.write("imu0", "imu", _imu(10))
+            raise RuntimeError("reader crashed")
+    assert not lake.has_partition("normalized", "imu", "d1")
