@@ -51,6 +51,42 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+QUERY_FORMATS = ("table", "csv", "json", "parquet")
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from bridge_lake import settings
+    from bridge_lake.lake import Lake
+    from bridge_lake.lake.query import connect
+
+    root = args.lake or settings.lake_root()
+    con = connect(Lake(root, settings.storage_options(root)))
+    try:
+        frame = con.sql(args.sql).pl()
+    except Exception as exc:  # DuckDB's parser/binder/IO errors: report, don't trace
+        print(f"bridge-lake: query failed: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "parquet":
+        if not args.out:
+            print("bridge-lake: --format parquet needs --out FILE", file=sys.stderr)
+            return 2
+        frame.write_parquet(args.out)
+    elif args.format in ("csv", "json"):
+        text = frame.write_csv() if args.format == "csv" else frame.write_json()
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        with pl.Config(
+            tbl_rows=args.max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=False
+        ):
+            print(frame)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-lake", description="Data lake for autonomous-driving recordings."
@@ -78,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("query", help="run DuckDB SQL over the lake's views (sql/views.sql)")
+    p.add_argument("sql", help='e.g. "select * from sensor_rates"')
+    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    p.add_argument("--format", choices=QUERY_FORMATS, default="table")
+    p.add_argument("--out", help="write the result to this file instead of stdout")
+    p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
+    p.set_defaults(func=_cmd_query)
     return parser
 
 

@@ -103,3 +103,40 @@ def test_info_on_bad_file_is_a_clean_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert str(bad) in err and "Traceback" not in err
     assert main(["info", str(tmp_path / "missing.dat")]) == 2
+
+
+def test_query_formats(tmp_path, capsys):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from bridge_lake.lake import Lake
+    from bridge_lake.lake.schemas import RAW_MANIFEST
+
+    lake = Lake(str(tmp_path / "lake"))
+    rows = {
+        "path": ["a", "b"],
+        "size_bytes": [1, 2],
+        "sha256": ["x", "y"],
+        "format": ["nclt", "adtf"],
+        "format_version": [None, 1024],
+        "kind": [None, None],
+        "readable": [True, True],
+        "problem": [None, None],
+    }
+    import pyarrow as pa
+
+    lake.write_partition("raw", "manifest", "0042", pa.table(rows, schema=RAW_MANIFEST.schema))
+    sql = "select drive, sum(size_bytes) as bytes from raw_manifest group by all"
+    lake_arg = ["--lake", str(tmp_path / "lake")]
+    assert main(["query", sql, *lake_arg, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "drive,bytes\n0042,3\n"
+    assert main(["query", sql, *lake_arg, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"drive": "0042", "bytes": 3}]
+    out = tmp_path / "r.parquet"
+    assert main(["query", sql, *lake_arg, "--format", "parquet", "--out", str(out)]) == 0
+    assert pq.read_table(out).to_pylist() == [{"drive": "0042", "bytes": 3}]
+    assert main(["query", sql, *lake_arg]) == 0
+    assert "0042" in capsys.readouterr().out
+    assert main(["query", "select nope from nowhere", *lake_arg]) == 2
+    assert "query failed" in capsys.readouterr().err

@@ -1,0 +1,87 @@
+"""Analyst access: polars LazyFrames and DuckDB SQL over the lake, local or on S3.
+
+DuckDB reads S3 through the same fsspec filesystem the lake writes with (registered on the
+connection), so no DuckDB extension has to be downloaded and the same credentials and
+endpoint apply.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from bridge_lake.lake.paths import LAYERS, validate_drive_id
+from bridge_lake.lake.schemas import TABLES
+from bridge_lake.lake.storage import Lake
+from bridge_lake.lake.views import SUMMARIES, table_view_sql, view_name
+
+
+def scan(
+    table: str, *, lake: Lake | str, layer: str = "normalized", drives: list[str] | None = None
+) -> pl.LazyFrame:
+    """A LazyFrame over one table with `drive` as a text column (leading zeros kept).
+
+    Filters on `drive` (or the `drives` argument) prune partitions: polars skips the other
+    folders' files without opening them.
+    """
+    lake = Lake(lake) if isinstance(lake, str) else lake
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}")
+    root = lake.url(lake.table_dir(layer, table))
+    frame = pl.scan_parquet(
+        f"{root}/",
+        hive_partitioning=True,
+        hive_schema={"drive": pl.String},
+        storage_options=polars_storage_options(lake) or None,
+    )
+    if drives is not None:
+        frame = frame.filter(pl.col("drive").is_in([validate_drive_id(d) for d in drives]))
+    return frame
+
+
+def polars_storage_options(lake: Lake) -> dict[str, str]:
+    """The lake's fsspec/s3fs options in the names polars' object store expects."""
+    opts = dict(lake.storage_options)
+    out: dict[str, str] = {}
+    endpoint = opts.get("client_kwargs", {}).get("endpoint_url") or opts.get("endpoint_url")
+    if endpoint:
+        out["aws_endpoint_url"] = endpoint
+        if endpoint.startswith("http://"):
+            out["aws_allow_http"] = "true"
+    for src, dst in (
+        ("key", "aws_access_key_id"),
+        ("secret", "aws_secret_access_key"),
+        ("token", "aws_session_token"),
+    ):
+        if opts.get(src):
+            out[dst] = opts[src]
+    region = opts.get("client_kwargs", {}).get("region_name")
+    if region:
+        out["aws_region"] = region
+    return out
+
+
+def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view of sql/views.sql over `lake`.
+
+    Views over tables that have no partition yet fail when queried, not here.
+    """
+    lake = Lake(lake) if isinstance(lake, str) else lake
+    con = duckdb.connect()
+    if lake.is_local:
+        root = lake.base
+    else:
+        con.register_filesystem(lake.fs)
+        root = lake.url(lake.base)
+    con.execute("SET VARIABLE lake = ?", [root])
+    for spec in TABLES:
+        if lake.fs.glob(f"{lake.table_dir(spec.layer, spec.name)}/drive=*/*.parquet"):
+            con.execute(table_view_sql(spec))
+        else:  # an empty view with the table's columns, so joins and counts still work
+            empty = spec.schema.empty_table().append_column("drive", pa.array([], pa.string()))
+            con.register(f"_empty_{view_name(spec.layer, spec.name)}", empty)
+            name = view_name(spec.layer, spec.name)  # schema constants, not input
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _empty_{name}")  # noqa: S608
+    con.execute(SUMMARIES)
+    return con
