@@ -127,7 +127,7 @@ def test_query_formats(tmp_path, capsys):
     import pyarrow as pa
 
     lake.write_partition("raw", "manifest", "0042", pa.table(rows, schema=RAW_MANIFEST.schema))
-    sql = "select drive, sum(size_bytes) as bytes from raw_manifest group by all"
+    sql = "select drive, sum(size_bytes)::BIGINT as bytes from raw_manifest group by all"
     lake_arg = ["--lake", str(tmp_path / "lake")]
     assert main(["query", sql, *lake_arg, "--format", "csv"]) == 0
     assert capsys.readouterr().out == "drive,bytes\n0042,3\n"
