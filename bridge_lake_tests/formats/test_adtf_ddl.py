@@ -133,7 +133,7 @@ def test_decode_matches_independent_encoder(data, layout, rows):
     assert parse_ddl(render_ddl(ddl)) == ddl
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     counts=st.lists(st.integers(0, 6), max_size=10),
     order=st.sampled_from(["LE", "BE"]),
@@ -189,7 +189,7 @@ def test_dynamic_array_and_nested_points(counts, order, data):
         assert convert(ddl, "C", des, "deserialized", "serialized") == row
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     fields=st.lists(st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=4),
     data=st.data(),

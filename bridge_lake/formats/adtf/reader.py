@@ -126,8 +126,7 @@ ITEM_TRIGGER = "trigger"
 ITEM_STREAM_TYPE = "stream_type"
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """A chunk in file order: a sample, a trigger or a stream-type change."""
 
     kind: str
