@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install demo test lint format validate dev bench-smoke clean
+.PHONY: install chromium demo test lint format validate dev bench-smoke clean
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -22,8 +22,16 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 demo: install
 	$(BIN)/bridge-lake demo --workdir demo
 
+## chromium: headless Chromium for the report rendering test (Debian package; needs root)
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "install Chromium (e.g. 'sudo apt-get install chromium') to run the tests"; \
+	    exit 1; fi; }
+
 ## test: the full test suite
-test: install
+test: install chromium
 	$(BIN)/python -m pytest
 
 lint: install

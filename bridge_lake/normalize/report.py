@@ -1,0 +1,181 @@
+"""The per-drive HTML report of the normalized layer: timeline, rates, gaps, GNSS, clocks.
+
+Self-contained HTML with inline SVG (no JavaScript, no plotting dependency), so it opens
+from the lake in any browser, offline, and is small enough to keep beside the tables.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+
+from bridge_lake import clock
+from bridge_lake.normalize.sink import StreamStats
+
+WIDTH = 900
+ROW = 22
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+MAX_TRACK_POINTS = 2000
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+table { border-collapse: collapse; } td, th { padding: 3px 8px; border-bottom: 1px solid #ddd; }
+th { text-align: left; background: #f4f4f4; } td.num { text-align: right; }
+.bad { color: #b00; font-weight: 600; } svg text { font: 11px system-ui, sans-serif; }
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def segments(times: np.ndarray, threshold_ns: int | None) -> list[tuple[int, int]]:
+    """Covered intervals of a stream: consecutive records closer than the gap threshold."""
+    if times.size == 0:
+        return []
+    t = np.sort(times)
+    if threshold_ns is None or t.size < 2:
+        return [(int(t[0]), int(t[-1]))]
+    cuts = np.flatnonzero(np.diff(t) > threshold_ns)
+    starts = np.concatenate([[0], cuts + 1])
+    ends = np.concatenate([cuts, [t.size - 1]])
+    return [(int(t[a]), int(t[b])) for a, b in zip(starts, ends, strict=True)]
+
+
+def _timeline(streams: Sequence[StreamStats]) -> str:
+    timed = [s for s in streams if s.times]
+    if not timed:
+        return "<p>No timed streams.</p>"
+    t0 = min(int(s.times[0].min()) for s in timed)
+    t1 = max(int(s.times[0].max()) for s in timed)
+    span = max(t1 - t0, 1)
+    label_w, plot_w = 230, WIDTH - 240
+    height = ROW * len(timed) + 30
+    parts = [f'<svg id="timeline" width="{WIDTH}" height="{height}" role="img">']
+    for i, s in enumerate(timed):
+        y = 10 + i * ROW
+        threshold = s.order.gap_threshold_ns if s.order else None
+        name = f"{s.info.table}/{s.info.stream}"
+        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        for a, b in segments(s.times[0], threshold):
+            x = label_w + (a - t0) / span * plot_w
+            w = max((b - a) / span * plot_w, 1.5)
+            color = PALETTE[i % len(PALETTE)]
+            parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="16" fill="{color}"/>')
+    axis_y = 10 + len(timed) * ROW + 12
+    parts.append(f'<text x="{label_w}" y="{axis_y}">0 s</text>')
+    parts.append(f'<text x="{WIDTH - 60}" y="{axis_y}">{span / clock.NS_PER_S:.1f} s</text></svg>')
+    return "".join(parts)
+
+
+def _bars(values: list[tuple[str, float, float | None]], unit: str, svg_id: str) -> str:
+    """Horizontal bars (observed) with a tick for the nominal value when there is one."""
+    if not values:
+        return "<p>None.</p>"
+    top = max(max(abs(v), abs(e or 0)) for _, v, e in values) or 1.0
+    label_w, plot_w = 230, WIDTH - 340
+    height = ROW * len(values) + 10
+    parts = [f'<svg id="{svg_id}" width="{WIDTH}" height="{height}" role="img">']
+    for i, (name, v, expected) in enumerate(values):
+        y = 5 + i * ROW
+        w = abs(v) / top * plot_w
+        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="16" fill="#4e79a7"/>')
+        if expected:
+            xe = label_w + abs(expected) / top * plot_w
+            parts.append(
+                f'<line x1="{xe:.1f}" x2="{xe:.1f}" y1="{y - 2}" y2="{y + 18}" '
+                'stroke="#e15759" stroke-width="2"/>'
+            )
+        parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 13}">{v:.3g} {unit}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _track(lat: np.ndarray, lon: np.ndarray) -> str:
+    ok = ~(np.isnan(lat) | np.isnan(lon))
+    lat, lon = lat[ok], lon[ok]
+    if lat.size < 2:
+        return "<p>No GNSS fixes.</p>"
+    step = max(1, lat.size // MAX_TRACK_POINTS)
+    lat, lon = lat[::step], lon[::step]
+    scale_x = np.cos(np.radians(lat.mean()))  # equirectangular: metres-true locally
+    x, y = (lon - lon.min()) * scale_x, lat - lat.min()
+    extent = max(x.max(), y.max()) or 1.0
+    size = 420
+    px = 10 + x / extent * (size - 20)
+    py = size - 10 - y / extent * (size - 20)
+    points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px, py, strict=True))
+    return (
+        f'<svg id="gnss-track" width="{size}" height="{size}" role="img" '
+        f'style="border:1px solid #ddd"><polyline points="{points}" fill="none" '
+        f'stroke="#4e79a7" stroke-width="2"/></svg>'
+        f"<p>{lat.size * step} fixes, lat {lat.min():.6f}…{lat.max():.6f}°, "
+        f"lon {lon.min():.6f}…{lon.max():.6f}°</p>"
+    )
+
+
+def render_report(
+    drive_id: str,
+    streams: Sequence[StreamStats],
+    *,
+    lat_deg: np.ndarray,
+    lon_deg: np.ndarray,
+    findings: Sequence[object] = (),
+) -> str:
+    """The report as one HTML document (UTF-8)."""
+    rows = []
+    for s in streams:
+        o = s.order
+        cls = "" if s.conserved else ' class="bad"'
+        rows.append(
+            f"<tr><td>{_esc(s.info.table)}</td><td>{_esc(s.info.stream)}</td>"
+            f'<td class="num">{s.records_read}</td><td class="num">{s.rows_written}</td>'
+            f'<td class="num"{cls}>{s.rows_quarantined}</td>'
+            f'<td class="num">{(s.mean_rate_hz or 0):.2f}</td>'
+            f'<td class="num">{o.gaps if o else ""}</td>'
+            f'<td class="num">{(o.longest_gap_ns / 1e9 if o else 0):.3f}</td>'
+            f'<td class="num">{s.reordered}</td>'
+            f'<td class="num">{f"{s.fit.drift_ppm:.2f}" if s.fit else ""}</td></tr>'
+        )
+    failed = [f for f in findings if not getattr(f, "passed", True)]
+    checks = (
+        "".join(f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}</li>' for f in failed)
+        or "<li>all checks passed</li>"
+    )
+    rates = [
+        (f"{s.info.table}/{s.info.stream}", s.mean_rate_hz, s.info.expected_rate_hz)
+        for s in streams
+        if s.mean_rate_hz
+    ]
+    drift = [(f"{s.info.table}/{s.info.stream}", s.fit.drift_ppm, None) for s in streams if s.fit]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>bridge_lake: drive {_esc(drive_id)}</title><style>{CSS}</style></head>
+<body>
+<h1>Drive {_esc(drive_id)}: normalized layer</h1>
+<h2>Checks that did not pass</h2><ul id="checks">{checks}</ul>
+<h2>Stream timeline</h2>{_timeline(streams)}
+<h2>Rates (bar: observed, red tick: nominal)</h2>{_bars(rates, "Hz", "rates")}
+<h2>Streams</h2>
+<table id="streams"><tr><th>table</th><th>stream</th><th>read</th><th>written</th>
+<th>quarantined</th><th>rate Hz</th><th>gaps</th><th>longest gap s</th><th>reordered</th>
+<th>drift ppm</th></tr>{"".join(rows)}</table>
+<h2>GNSS track</h2>{_track(lat_deg, lon_deg)}
+<h2>Device clock drift against the master clock</h2>{_bars(drift, "ppm", "drift")}
+</body></html>
+"""
