@@ -1,0 +1,386 @@
+"""NCLT session → normalized tables (shared/specs/nclt-format.md, ARCHITECTURE "normalized").
+
+One function, `normalize_nclt(drive_dir, sink)`, maps every file of a session onto the
+normalized tables through the `DriveSink`; `normalize_nclt_session` does the same and also
+returns what it joined and skipped (`NcltReport`), for tests and the benchmark.
+
+Clock. NCLT has one logging host that stamps every record with `utime` (µs, spec §2), so the
+master time is `utime x 1000` in int64 ns (`clock.us_to_ns`, never float seconds). There is no
+separate device clock in any file, so `sensor_time_ns` is always **null** for NCLT: a copy of
+the master time would only give the sink a trivial fit (offset 0, drift 0) to store.
+
+Streams. One stream per raw file kind, named by the kind (`ms25`, `gps`, `odometry_cov_100hz`,
+`cov`, `velodyne_hits`, `velodyne_sync`, `hokuyo_30m`, `lb3_cam<k>`, ...). Every file of the
+session is the `source_file` of a stream that writes its records, so completeness and
+conservation (records read = rows written + rows quarantined) hold per file without a
+notion of "merged" records, which the sink does not have. The side files that qualify another
+file are therefore written twice, on purpose and documented:
+
+- `ms25_euler` → own `imu` rows with only the orientation quaternion (R = Rz·Ry·Rx);
+- `gps_rtk_err` → own `gnss` rows with only `error_m`, *and* `error_m` joined onto the
+  `gps_rtk` rows of exactly the same utime;
+- `odometry_cov[_100hz]` → own `odometry` rows with only `covariance`, *and* `covariance`
+  joined onto the `odometry_mu[_100hz]` rows of exactly the same utime;
+- `cov_<date>` → own `ground_truth` rows (`is_node` true, `covariance`, null pose), *and*
+  `is_node`/`covariance` on the `groundtruth` rows of exactly the same utime.
+
+Joins are exact-utime and one-to-one: a key that occurs more than once on the side file is
+ambiguous and not joined; the counts are in `NcltReport.joins`. Analysts who want one row per
+pose filter on `stream`.
+
+Units and frames (sensor frames as NCLT defines them; REP-103 is the calibrated layer's job):
+ms25 in its body axes (x forward, y right, z down, `frame_id` "ms25"), magnetic field
+Gauss x 1e-4 → tesla; gps lat/lon rad → deg, track deg → rad, NaN altitude → null,
+num_sats 0 → null ("not reported", spec §4), both rows of the mode-2/mode-3 pairs kept;
+odometry and ground truth poses in their own NED-like world frames (`odom_ned`, `world_ned`);
+lidar points in the NCLT Velodyne frame (z down); Hokuyo ranges in each sensor's frame;
+Ladybug3 images kept as TIFF bytes, `rotate_cw_deg` 90.
+
+Order. Every CSV stream (and the Hokuyo and file-per-record streams) is stably sorted by
+master time when it is not monotonic; the number of records that were earlier than a record
+before them is reported through `sink.reordered`. velodyne_hits.bin is a stream of gigabytes:
+points are sorted within each scan; scans stay in file order (a backward scan shows up as
+`out_of_order` in `streams`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from bridge_lake import clock
+from bridge_lake.formats.nclt import NcltSession, load_table, locate_session
+from bridge_lake.formats.nclt.csv_tables import COV, CsvTable
+from bridge_lake.normalize.nclt_sensors import (
+    LidarCounts,
+    normalize_hokuyo,
+    normalize_lb3,
+    normalize_velodyne_hits,
+    normalize_velodyne_sync,
+)
+from bridge_lake.normalize.nclt_streams import (
+    SOURCE_TYPE,
+    STREAMS,
+    reorder_count,
+    source_file,
+    stream_info,
+)
+from bridge_lake.normalize.sink import DriveSink
+
+GAUSS_TO_TESLA = 1e-4
+DEG_PER_RAD = 180.0 / math.pi
+RAD_PER_DEG = math.pi / 180.0
+NOT_REPORTED_SATS = 0
+"""num_sats value the consumer GPS writes on every row: "not reported" (spec §4) → null."""
+
+
+@dataclass(frozen=True)
+class JoinCount:
+    """An exact-utime join of a side file onto a primary file's rows."""
+
+    primary_rows: int
+    side_rows: int
+    matched: int
+    """primary rows that received the side value."""
+    ambiguous: int
+    """side rows whose utime occurs more than once in the side file (not joined)."""
+
+    @property
+    def unmatched_primary(self) -> int:
+        return self.primary_rows - self.matched
+
+
+@dataclass
+class NcltReport:
+    """What normalizing a session did besides writing rows (the sink holds the row counts)."""
+
+    joins: dict[str, JoinCount] = field(default_factory=dict)
+    """'gps_rtk_err→gps_rtk', 'odometry_cov→odometry_mu', 'cov→groundtruth', ..."""
+    lidar: dict[str, LidarCounts] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    """NCLT kinds with no file in the drive (not an error, spec §1)."""
+
+
+def normalize_nclt(drive_dir: Path, sink: DriveSink) -> None:
+    """Normalize every NCLT file found under `drive_dir` into `sink` (the NORMALIZERS entry)."""
+    normalize_nclt_session(drive_dir, sink)
+
+
+def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
+    """Like normalize_nclt, returning the joins, lidar figures and missing kinds."""
+    session = locate_session(drive_dir)
+    report = NcltReport(missing=list(session.missing))
+    tables = {kind: _load(session, kind) for kind in session.files if kind in _CSV_BUILDERS}
+    for kind, table in tables.items():
+        _write_csv(sink, session, table, _CSV_BUILDERS[kind], tables, report)
+    files = session.files
+    if "velodyne_hits" in files:
+        report.lidar["velodyne_hits"] = normalize_velodyne_hits(
+            sink, files["velodyne_hits"], source_file(session, files["velodyne_hits"])
+        )
+    if session.scans:
+        report.lidar["velodyne_sync"] = normalize_velodyne_sync(sink, session)
+    for kind in ("hokuyo_30m", "hokuyo_4m"):
+        if kind in files:
+            normalize_hokuyo(sink, kind, files[kind], source_file(session, files[kind]))
+    for camera in sorted(session.images):
+        normalize_lb3(sink, session, camera)
+    return report
+
+
+# --- CSV tables ------------------------------------------------------------------------------
+
+
+def _load(session: NcltSession, kind: str) -> CsvTable:
+    return load_table(kind, session.files[kind])
+
+
+def _write_csv(
+    sink: DriveSink,
+    session: NcltSession,
+    table: CsvTable,
+    build: Callable[[pl.DataFrame, dict[str, CsvTable], NcltReport], pl.DataFrame],
+    tables: dict[str, CsvTable],
+    report: NcltReport,
+) -> None:
+    """One CSV file → one stream: count, quarantine malformed lines, sort, convert, write."""
+    kind = table.kind
+    spec = STREAMS[kind]
+    rel = source_file(session, table.path)
+    sink.declare(stream_info(kind, rel))
+    sink.read(kind, spec.table, table.frame.height + table.quarantine.height)
+    if table.quarantine.height:
+        q = table.quarantine
+        lines = q.get_column("line").to_list()
+        sink.quarantine(
+            kind,
+            spec.table,
+            source_file=rel,
+            reasons=q.get_column("reason").to_list(),
+            record_index=[n - 1 for n in lines],
+            line=lines,
+            raw=[t.encode() for t in q.get_column("text").to_list()],
+        )
+    frame = _time_sorted(sink, kind, spec.table, table.frame)
+    out = build(frame, tables, report)
+    sink.write(kind, spec.table, out.to_arrow())
+
+
+def _time_sorted(sink: DriveSink, stream: str, table: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with a `time_ns` column (utime x 1000, exact), stably sorted by it if needed."""
+    utime = frame.get_column("utime").to_numpy()
+    time_ns = clock.us_to_ns(utime)
+    frame = frame.with_columns(pl.Series("time_ns", time_ns, dtype=pl.Int64))
+    perm = clock.stable_order(time_ns)
+    if perm is not None:
+        sink.reordered(stream, table, reorder_count(time_ns))
+        frame = frame[perm]
+    return frame
+
+
+def _exact_join(
+    frame: pl.DataFrame,
+    side: CsvTable | None,
+    value: pl.Expr,
+    name: str,
+    join_name: str,
+    report: NcltReport,
+) -> pl.DataFrame:
+    """Left-join `value` (an expression over the side file's columns) onto `frame` by exact
+    utime, one-to-one. Side utimes occurring more than once are ambiguous and left out."""
+    if side is None:
+        return frame.with_columns(pl.lit(None).alias(name))
+    values = side.frame.select("utime", value.alias(name))
+    unique = values.filter(pl.len().over("utime") == 1)
+    joined = frame.join(unique, on="utime", how="left", maintain_order="left")
+    matched = int(frame.get_column("utime").is_in(unique.get_column("utime").implode()).sum())
+    report.joins[join_name] = JoinCount(
+        frame.height, side.frame.height, matched, values.height - unique.height
+    )
+    return joined
+
+
+def _covariance() -> pl.Expr:
+    """The 21 upper-triangle values as one fixed-size list (nulls inside stay nulls)."""
+    return pl.concat_list([pl.col(c) for c in COV]).list.to_array(len(COV))
+
+
+def _base(frame_id: str) -> list[pl.Expr]:
+    return [pl.col("time_ns"), pl.lit(frame_id).alias("frame_id")]
+
+
+def _ms25(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(
+        *_base("ms25"),
+        *(pl.col(f"gyro_{a}").alias(f"angular_velocity_{a}") for a in "xyz"),
+        *(pl.col(f"accel_{a}").alias(f"linear_acceleration_{a}") for a in "xyz"),
+        *((pl.col(f"mag_{a}") * GAUSS_TO_TESLA).alias(f"magnetic_field_{a}") for a in "xyz"),
+    )
+
+
+def quaternion_from_euler(roll: pl.Expr, pitch: pl.Expr, heading: pl.Expr) -> list[pl.Expr]:
+    """(x, y, z, w) of R = Rz(heading)·Ry(pitch)·Rx(roll) (spec §3, devkit ssc_to_homo): the
+    product qz·qy·qx of the three axis rotations, w kept as computed (not forced positive)."""
+    cr, sr = (roll / 2).cos(), (roll / 2).sin()
+    cp, sp = (pitch / 2).cos(), (pitch / 2).sin()
+    cy, sy = (heading / 2).cos(), (heading / 2).sin()
+    return [
+        (sr * cp * cy - cr * sp * sy).alias("orientation_x"),
+        (cr * sp * cy + sr * cp * sy).alias("orientation_y"),
+        (cr * cp * sy - sr * sp * cy).alias("orientation_z"),
+        (cr * cp * cy + sr * sp * sy).alias("orientation_w"),
+    ]
+
+
+def _ms25_euler(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(
+        *_base("ms25"), *quaternion_from_euler(pl.col("roll"), pl.col("pitch"), pl.col("heading"))
+    )
+
+
+def _kvh(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(*_base("kvh"), pl.col("heading").alias("heading_rad"))
+
+
+def _gnss(frame_id: str) -> Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]:
+    def build(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+        if frame_id == "gps_rtk":
+            frame = _exact_join(
+                frame,
+                tables.get("gps_rtk_err"),
+                pl.col("err"),
+                "error_m",
+                "gps_rtk_err→gps_rtk",
+                report,
+            )
+        else:
+            frame = frame.with_columns(pl.lit(None, pl.Float64).alias("error_m"))
+        return frame.select(
+            *_base(frame_id),
+            (pl.col("lat") * DEG_PER_RAD).alias("lat_deg"),
+            (pl.col("lon") * DEG_PER_RAD).alias("lon_deg"),
+            pl.col("alt").alias("alt_m"),
+            pl.col("mode").alias("fix_mode"),
+            pl.when(pl.col("num_sats") == NOT_REPORTED_SATS)
+            .then(None)
+            .otherwise(pl.col("num_sats"))
+            .alias("num_sats"),
+            (pl.col("track") * RAD_PER_DEG).alias("track_rad"),
+            pl.col("speed").alias("speed_mps"),
+            pl.col("error_m"),
+        )
+
+    return build
+
+
+def _gps_rtk_err(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(*_base("gps_rtk"), pl.col("err").alias("error_m"))
+
+
+def _wheels(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(
+        *_base("body"),
+        pl.col("v_left").alias("v_left_mps"),
+        pl.col("v_right").alias("v_right_mps"),
+    )
+
+
+def _pose() -> list[pl.Expr]:
+    return [
+        pl.col("x").alias("x_m"),
+        pl.col("y").alias("y_m"),
+        pl.col("z").alias("z_m"),
+        pl.col("roll").alias("roll_rad"),
+        pl.col("pitch").alias("pitch_rad"),
+        pl.col("heading").alias("yaw_rad"),
+    ]
+
+
+ODOM_FRAME = "odom_ned"
+"""World frame of odometry_mu*: NED-like, starting near the identity (spec §3)."""
+GT_FRAME = "world_ned"
+"""World frame of the ground truth: local NED at the calibration.yaml origin (spec §3)."""
+BODY_FRAME = "body"
+
+
+def _odometry(cov_kind: str) -> Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]:
+    def build(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+        mu_kind = cov_kind.replace("cov", "mu")
+        frame = _exact_join(
+            frame,
+            tables.get(cov_kind),
+            _covariance(),
+            "covariance",
+            f"{cov_kind}→{mu_kind}",
+            report,
+        )
+        return frame.select(
+            *_base(ODOM_FRAME),
+            pl.lit(BODY_FRAME).alias("child_frame_id"),
+            *_pose(),
+            pl.col("covariance"),
+        )
+
+    return build
+
+
+def _odometry_cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(
+        *_base(ODOM_FRAME),
+        pl.lit(BODY_FRAME).alias("child_frame_id"),
+        _covariance().alias("covariance"),
+    )
+
+
+def _groundtruth(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    cov = tables.get("cov")
+    frame = _exact_join(frame, cov, _covariance(), "covariance", "cov→groundtruth", report)
+    nodes = cov.frame.get_column("utime") if cov is not None else pl.Series([], dtype=pl.Int64)
+    return frame.select(
+        *_base(GT_FRAME),
+        pl.lit(BODY_FRAME).alias("child_frame_id"),
+        *_pose(),
+        pl.col("covariance"),
+        pl.col("utime").is_in(nodes.implode()).alias("is_node"),
+    )
+
+
+def _cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    return frame.select(
+        *_base(GT_FRAME),
+        pl.lit(BODY_FRAME).alias("child_frame_id"),
+        _covariance().alias("covariance"),
+        pl.lit(True).alias("is_node"),
+    )
+
+
+_Builder = Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]
+_CSV_BUILDERS: dict[str, _Builder] = {
+    "ms25": _ms25,
+    "ms25_euler": _ms25_euler,
+    "kvh": _kvh,
+    "gps": _gnss("gps"),
+    "gps_rtk": _gnss("gps_rtk"),
+    "gps_rtk_err": _gps_rtk_err,
+    "wheels": _wheels,
+    "odometry_mu": _odometry("odometry_cov"),
+    "odometry_mu_100hz": _odometry("odometry_cov_100hz"),
+    "odometry_cov": _odometry_cov,
+    "odometry_cov_100hz": _odometry_cov,
+    "groundtruth": _groundtruth,
+    "cov": _cov,
+}
+"""CSV kind (= stream name) → the builder of its rows; side files are joined inside."""
+
+__all__ = [
+    "SOURCE_TYPE",
+    "JoinCount",
+    "NcltReport",
+    "normalize_nclt",
+    "normalize_nclt_session",
+    "quaternion_from_euler",
+]

@@ -1,0 +1,85 @@
+"""The NCLT stream catalogue: which table, default topic and nominal rate each file kind gets.
+
+Kept apart from the row builders so the mapping is one readable table (docs and exports read
+the same topics from the `streams` table the sink writes). Rates are the spec's figures
+(nclt-format.md §3, §5-§9); where the spec gives a range the value chosen is noted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bridge_lake.formats.nclt import NcltSession
+from bridge_lake.normalize.sink import StreamInfo
+
+SOURCE_TYPE = "nclt"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    table: str
+    topic: str
+    rate_hz: float | None
+    """Nominal rate; None where the file is not time-driven (SLAM nodes every ~8 m)."""
+
+
+STREAMS: dict[str, StreamSpec] = {
+    "ms25": StreamSpec("imu", "/sensor/imu/data", 47.5),  # "≈ 47-48 Hz"
+    "ms25_euler": StreamSpec("imu", "/sensor/imu/orientation", 47.0),
+    "kvh": StreamSpec("heading", "/sensor/kvh/heading", 94.0),
+    "gps": StreamSpec("gnss", "/sensor/gps/fix", 8.0),  # ≈ 4 fixes/s, two rows per fix
+    "gps_rtk": StreamSpec("gnss", "/sensor/gps_rtk/fix", 2.5),
+    "gps_rtk_err": StreamSpec("gnss", "/sensor/gps_rtk/error", 2.5),  # "with RTK fixes"
+    "wheels": StreamSpec("wheel_odometry", "/sensor/wheels/speed", 45.0),  # "≈ 40-50 Hz"
+    "odometry_mu": StreamSpec("odometry", "/odom", 5.0),
+    "odometry_mu_100hz": StreamSpec("odometry", "/odom_100hz", 100.0),  # "≈ 100-110 Hz"
+    "odometry_cov": StreamSpec("odometry", "/odom/covariance", 5.0),
+    "odometry_cov_100hz": StreamSpec("odometry", "/odom_100hz/covariance", 100.0),
+    "groundtruth": StreamSpec("ground_truth", "/ground_truth", 125.0),  # "≈ 100-150 Hz"
+    "cov": StreamSpec("ground_truth", "/ground_truth/nodes", None),
+    "velodyne_hits": StreamSpec("lidar_scans", "/sensor/lidar/points", 10.0),
+    "velodyne_sync": StreamSpec("lidar_scans", "/sensor/lidar/sync_points", 5.0),
+    "hokuyo_30m": StreamSpec("laser_scans", "/sensor/laser/hokuyo_30m/scan", 40.0),
+    "hokuyo_4m": StreamSpec("laser_scans", "/sensor/laser/hokuyo_4m/scan", 10.0),
+    "lb3": StreamSpec("camera_frames", "/sensor/camera/lb3_cam{k}/image", 5.0),
+}
+"""Stream (= NCLT file kind; lb3 expands to lb3_cam<k>) → table, topic, nominal rate."""
+
+
+def source_file(session: NcltSession, path: Path) -> str:
+    """Drive-relative POSIX path, as the raw manifest names files (completeness check)."""
+    return path.relative_to(session.root).as_posix()
+
+
+def stream_info(
+    kind: str,
+    rel: str,
+    *,
+    table: str | None = None,
+    stream: str | None = None,
+    topic: str | None = None,
+    points: bool = False,
+) -> StreamInfo:
+    """The StreamInfo of an NCLT kind, optionally under a derived name (lb3_cam<k>), or for the
+    lidar_points half of a lidar stream (`points=True`: points have no rate of their own)."""
+    spec = STREAMS[kind]
+    return StreamInfo(
+        stream or kind,
+        "lidar_points" if points else (table or spec.table),
+        rel,
+        f"{SOURCE_TYPE}:{kind}",
+        topic or spec.topic,
+        None if points else spec.rate_hz,
+    )
+
+
+def reorder_count(times_ns: np.ndarray) -> int:
+    """Records that a stable sort moves back: those earlier than some record before them."""
+    t = np.asarray(times_ns, dtype=np.int64)
+    if t.size < 2:
+        return 0
+    running = np.maximum.accumulate(t)
+    return int(np.count_nonzero(t[1:] < running[:-1]))
