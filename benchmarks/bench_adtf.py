@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path
 
 from bridge_lake.formats.adtf import open_dat
-from bridge_lake.formats.adtf.ddl import decode
+from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.synth.adtf import write_adtf_drive
 
 MB = 1_000_000

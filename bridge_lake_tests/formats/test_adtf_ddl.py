@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge_lake.formats.adtf import parse_ddl
-from bridge_lake.formats.adtf.ddl import convert, decode, render_ddl, static_size
+from bridge_lake.formats.adtf.ddl import render_ddl, static_size
+from bridge_lake.formats.adtf.ddl_convert import convert
+from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import DDLError
 from bridge_lake_tests.formats.adtf_support import TESTDATA
 

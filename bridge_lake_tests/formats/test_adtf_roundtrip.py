@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from bridge_lake.formats.adtf import Property, StreamType, open_dat, parse_ddl
-from bridge_lake.formats.adtf.ddl import convert
+from bridge_lake.formats.adtf.ddl_convert import convert
 from bridge_lake.formats.adtf.writer import DatWriter, StreamSpec, WriteItem, write_dat
 
 adtf_file = pytest.importorskip("adtf_file")

@@ -401,7 +401,7 @@ class ChunkWalker:
 
         For a sequential file this is a dedicated loop that reads four header fields and
         keeps nothing of other streams: the cost of a full-file walk for `decode`."""
-        offsets, times = array("q"), array("q")
+        offsets, times = array("q"), array("Q")
         h = self.header
         ring = h.version in HISTORY_VERSIONS and h.first_chunk_offset != h.data_offset
         if self.salvage or ring:

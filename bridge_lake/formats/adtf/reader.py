@@ -23,7 +23,10 @@ import pyarrow as pa
 
 from bridge_lake.formats.adtf import ddl as ddl_mod
 from bridge_lake.formats.adtf import ifhd
+from bridge_lake.formats.adtf.ddl_convert import convert
+from bridge_lake.formats.adtf.ddl_decode import decode, read_scalars
 from bridge_lake.formats.adtf.errors import (
+    ChunkError,
     CountMismatchError,
     DDLError,
     ExtensionError,
@@ -385,7 +388,14 @@ class DatFile:
         raw = buf[start:stop]
         data: memoryview | bytes = raw
         if stream.stored_layout is not None:
-            data = ddl_mod.convert(stream.ddl, stream.ddl_struct, raw, "serialized", "deserialized")
+            try:
+                data = convert(stream.ddl, stream.ddl_struct, raw, "serialized", "deserialized")
+            except DDLError as exc:
+                raise SampleError(
+                    f"sample does not fit DDL struct {stream.ddl_struct}: {exc.reason}",
+                    path=self.path,
+                    offset=start,
+                ) from None
         return Sample(sid, t * unit, stime, data, raw, flags, substream, sidx, pos, info)
 
     def chunk_headers(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
@@ -543,13 +553,13 @@ class DatFile:
         stream = self.stream(key)
         positions, times = self._walker().sample_chunks(stream.stream_id)
         pos = np.frombuffer(positions, dtype=np.int64)
-        out = {"time_ns": np.frombuffer(times, dtype=np.int64) * self.time_unit_ns}
+        out = {"time_ns": self._ns(np.frombuffer(times, dtype=np.uint64), self.time_unit_ns, pos)}
         data = np.frombuffer(self._buf, dtype=np.uint8)
         le = {c: np.dtype("<" + c) for c in ("i8", "u8", "i4", "u4")}
         if stream.kind == KIND_ADTF3:
-            stime = ddl_mod.read_scalars(data, pos + 32, le["i8"])
-            flags = ddl_mod.read_scalars(data, pos + 40, le["i4"])
-            length = ddl_mod.read_scalars(data, pos + 44, le["u8"]).astype(np.int64)
+            stime = read_scalars(data, pos + 32, le["i8"])
+            flags = read_scalars(data, pos + 40, le["i4"])
+            length = read_scalars(data, pos + 44, le["u8"]).astype(np.int64)
             start = pos + 32 + ADTF3_ENVELOPE.size
             sub = np.zeros(len(pos), dtype=np.int64)
             has_sub = (flags & ADTF3_FLAG_SUBSTREAM) != 0
@@ -557,21 +567,22 @@ class DatFile:
                 at = start + length
                 info = (flags & ADTF3_FLAG_INFO) != 0
                 if info.any():
-                    at = at + np.where(info, 5 + ddl_mod.read_scalars(data, at + 1, le["u4"]), 0)
-                sub[has_sub] = ddl_mod.read_scalars(data, at[has_sub], le["u4"])
-            out["sample_time_ns"] = stime if stream.serializer in NS_SERIALIZERS else stime * 1000
+                    at = at + np.where(info, 5 + read_scalars(data, at + 1, le["u4"]), 0)
+                sub[has_sub] = read_scalars(data, at[has_sub], le["u4"])
+            ns = stream.serializer in NS_SERIALIZERS
+            out["sample_time_ns"] = self._ns(stime, 1 if ns else 1000, pos)
         elif stream.kind == KIND_ADTF2:
-            length = ddl_mod.read_scalars(data, pos + 33, le["u4"]).astype(np.int64)
-            out["sample_time_ns"] = ddl_mod.read_scalars(data, pos + 37, le["i8"]) * 1000
+            length = read_scalars(data, pos + 33, le["u4"]).astype(np.int64)
+            out["sample_time_ns"] = self._ns(read_scalars(data, pos + 37, le["i8"]), 1000, pos)
             start = pos + 32 + ADTF2_ENVELOPE.size
             sub = np.zeros(len(pos), dtype=np.int64)
         else:
-            size = ddl_mod.read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+            size = read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
             length = size.astype(np.int64) - 32
             start = pos + 32
             out["sample_time_ns"] = out["time_ns"]
             sub = np.zeros(len(pos), dtype=np.int64)
-        chunk_size = ddl_mod.read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
+        chunk_size = read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
         bad = start + length > pos + chunk_size
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
@@ -580,6 +591,16 @@ class DatFile:
             )
         out.update(offset=start, length=length, substream_id=sub)
         return out
+
+    def _ns(self, ticks: np.ndarray, unit: int, positions: np.ndarray) -> np.ndarray:
+        """Ticks as int64 ns; a time that does not fit (a damaged field) is an error, not a
+        silently wrapped number."""
+        limit = np.iinfo(np.int64).max // unit
+        bad = (ticks > limit) if ticks.dtype.kind == "u" else (np.abs(ticks) > limit)
+        if bad.any():
+            at = int(positions[int(np.flatnonzero(bad)[0])])
+            raise ChunkError("time stamp out of the int64 ns range", path=self.path, offset=at)
+        return ticks.astype(np.int64) * unit
 
     def decode(self, key: int | str, *, substream: int | None = None) -> pa.Table:
         """All samples of a DDL-described stream as an Arrow table, in one vectorized pass.
@@ -603,7 +624,7 @@ class DatFile:
                 struct_name, layout = props["md_struct"].value, None
         if ddl is None or struct_name is None:
             raise DDLError(f"stream {stream.name!r} has no DDL description", path=self.path)
-        decoded = ddl_mod.decode(
+        decoded = decode(
             ddl,
             struct_name,
             np.frombuffer(self._buf, dtype=np.uint8),
