@@ -12,21 +12,12 @@ import struct
 from dataclasses import dataclass
 
 from bridge_lake.drive_meta import DRIVE_YAML
+from bridge_lake.formats.adtf.ifhd import MAGIC as IFHD_MAGIC
+from bridge_lake.formats.adtf.info import GENERATIONS as ADTF_VERSIONS
 from bridge_lake.formats.nclt.kinds import nclt_kind
 
 HEAD_BYTES = 80
 """Enough for the IFHD magic, version and byte-order byte (offset 72)."""
-IFHD_MAGIC = b"IFHD"
-ADTF_VERSIONS = {
-    0x0100: "ADTF 1",
-    0x0110: "ADTF 1",
-    0x0200: "ADTF 2 beta",
-    0x0201: "ADTF 2",
-    0x0300: "ADTF 2 history",
-    0x0301: "ADTF 2 history",
-    0x0400: "ADTF 3 (us)",
-    0x0500: "ADTF 3 (ns)",
-}
 RECORDING_FORMATS = ("adtf", "nclt")
 """Formats that hold sensor data (as opposed to sidecars and metadata)."""
 
@@ -65,6 +56,8 @@ def _detect_ifhd(head: bytes) -> Detected:
     if byte_order not in (1, 2):
         return Detected("adtf", problem=f"IFHD byte order byte is {byte_order}, expected 1 or 2")
     (version,) = struct.unpack_from("<I" if byte_order == 1 else ">I", head, 4)
-    if version not in ADTF_VERSIONS:
-        return Detected("adtf", version=version, problem=f"unknown IFHD version 0x{version:04x}")
+    if version not in ADTF_VERSIONS:  # ADTF 1 (0x0100/0x0110) has another layout
+        return Detected(
+            "adtf", version=version, problem=f"unsupported IFHD version 0x{version:04x}"
+        )
     return Detected("adtf", version=version, kind=ADTF_VERSIONS[version])

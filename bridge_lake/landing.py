@@ -23,6 +23,7 @@ import fsspec
 
 from bridge_lake.errors import BridgeLakeError, DriveIdError
 from bridge_lake.lake.paths import safe_relative, validate_drive_id
+from bridge_lake.lake.storage import is_local_url, resolve_root
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,7 @@ class LandingZone:
 
     @cached_property
     def _fs_and_base(self) -> tuple[fsspec.AbstractFileSystem, str]:
-        fs, base = fsspec.core.url_to_fs(self.root, **dict(self.storage_options))
-        if self.is_local:
-            base = os.path.abspath(base)
-        return fs, base.rstrip("/")
+        return resolve_root(self.root, self.storage_options)
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
@@ -59,7 +57,7 @@ class LandingZone:
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.root or self.root.startswith("file://")
+        return is_local_url(self.root)
 
     def drive_dir(self, drive_id: str) -> str:
         return posixpath.join(self._fs_and_base[1], validate_drive_id(drive_id))

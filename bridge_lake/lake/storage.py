@@ -32,6 +32,21 @@ DEFAULT_ROW_GROUP_ROWS = 262_144
 """Row groups of 256 Ki rows: time statistics per group let scans skip by time."""
 
 
+def is_local_url(root: str) -> bool:
+    return "://" not in root or root.startswith("file://")
+
+
+def resolve_root(
+    root: str, storage_options: Mapping[str, Any]
+) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The fsspec filesystem of a root URL and the root as that filesystem names it
+    (no protocol, no trailing slash; absolute when local)."""
+    fs, base = fsspec.core.url_to_fs(root, **dict(storage_options))
+    if is_local_url(root):
+        base = os.path.abspath(base)
+    return fs, base.rstrip("/")
+
+
 @dataclass(frozen=True)
 class Lake:
     """A lake rooted at a local path or an fsspec URL such as `s3://bucket/lake`."""
@@ -41,10 +56,7 @@ class Lake:
 
     @cached_property
     def _fs_and_base(self) -> tuple[fsspec.AbstractFileSystem, str]:
-        fs, base = fsspec.core.url_to_fs(self.root, **dict(self.storage_options))
-        if self.is_local:
-            base = os.path.abspath(base)
-        return fs, base.rstrip("/")
+        return resolve_root(self.root, self.storage_options)
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
@@ -57,7 +69,7 @@ class Lake:
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.root or self.root.startswith("file://")
+        return is_local_url(self.root)
 
     def url(self, path: str) -> str:
         """A path inside the lake as a URL that DuckDB, polars and users can open."""
