@@ -143,3 +143,36 @@ def test_reading_is_zero_copy_and_bounded(drive):
         tracemalloc.stop()
     assert total > 10_000_000
     assert peak < 3_000_000, peak
+
+
+def _mapped_rss_kib(path) -> int:
+    """Resident KiB of this process's mappings of `path` (Linux /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5:
+                inside = line.rstrip().endswith(str(path))
+            elif inside and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="Linux only")
+def test_sequential_read_releases_pages_behind_it(drive, monkeypatch):
+    from bridge_lake.formats.adtf import ifhd
+
+    files, _ = drive
+    monkeypatch.setattr(ifhd, "RELEASE_WINDOW", 256 << 10)
+    with open_dat(files[0]) as f:
+        first = None
+        copy = b""
+        peak = 0
+        for i, s in enumerate(f.samples()):
+            if first is None:
+                first, copy = s, bytes(s.data)
+            if i % 2000 == 0:
+                peak = max(peak, _mapped_rss_kib(files[0]))
+        assert files[0].stat().st_size > 10_000_000
+        assert peak < 4_000, peak  # KiB resident, of a 14 MB file
+        assert bytes(first.data) == copy  # a released page re-faults the same bytes

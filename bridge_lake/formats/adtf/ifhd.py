@@ -8,6 +8,7 @@ neither send us past the end nor make us allocate more than the file holds.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from array import array
 from collections.abc import Iterator
@@ -285,6 +286,32 @@ class Issues:
         self.items.append(error)
 
 
+RELEASE_WINDOW = 64 << 20
+"""Bytes a sequential pass reads before handing the pages behind it back to the kernel."""
+
+
+class PageReleaser:
+    """Drops already-read pages from the process (MADV_DONTNEED) every `RELEASE_WINDOW` bytes,
+    so one pass over a 20 GB file keeps a bounded resident set instead of mapping it all in.
+
+    Safe for the read-only shared file mapping the reader uses: a sample view that is touched
+    again re-faults the same bytes from the page cache. Call it when `pos >= mark`; it
+    returns the next mark."""
+
+    def __init__(self, mm: mmap.mmap | None, start: int) -> None:
+        usable = mm is not None and hasattr(mmap, "MADV_DONTNEED")
+        self.mm = mm if usable else None
+        self.done = start - start % mmap.PAGESIZE
+        self.first_mark = start + RELEASE_WINDOW if usable else 1 << 64
+
+    def __call__(self, pos: int) -> int:
+        upto = pos - pos % mmap.PAGESIZE
+        if self.mm is not None and upto > self.done:
+            self.mm.madvise(mmap.MADV_DONTNEED, self.done, upto - self.done)
+            self.done = upto
+        return pos + RELEASE_WINDOW
+
+
 def _stride(size: int) -> int:
     return (size + 15) & ~15
 
@@ -305,8 +332,10 @@ class ChunkWalker:
         file_size: int,
         *,
         salvage: bool = False,
+        mm: mmap.mmap | None = None,
     ) -> None:
         self.buf = buf
+        self.release = PageReleaser(mm, header.data_offset)
         self.header = header
         self.path = path
         self.issues = issues
@@ -382,6 +411,7 @@ class ChunkWalker:
         unpack = CHUNK_STRUCT[self.header.endian].unpack_from
         buf = self.buf
         n = 0
+        release, mark = self.release, self.release.first_mark
         while n < count:
             if pos + CHUNK_HEADER_SIZE <= end:
                 t, _, otl, size, sid, flags, sidx = unpack(buf, pos)
@@ -390,6 +420,8 @@ class ChunkWalker:
                     self.chunks_read = n
                     yield pos, t, otl, size, sid, flags, sidx
                     pos += (size + 15) & ~15
+                    if pos >= mark:
+                        mark = release(pos)
                     continue
             self.chunks_read = n
             self.checked_chunk(pos, end)
@@ -413,6 +445,7 @@ class ChunkWalker:
         unpack = struct.Struct(h.endian + "Q8xIHH").unpack_from
         add_offset, add_time = offsets.append, times.append
         buf, pos, end, n, count = self.buf, h.data_offset, self.data_end, 0, h.chunk_count
+        release, mark = self.release, self.release.first_mark
         while n < count and pos + CHUNK_HEADER_SIZE <= end:
             t, size, sid, flags = unpack(buf, pos)
             if not CHUNK_HEADER_SIZE <= size <= end - pos:
@@ -422,6 +455,8 @@ class ChunkWalker:
                 add_time(t)
             n += 1
             pos += (size + 15) & ~15
+            if pos >= mark:
+                mark = release(pos)
         self.chunks_read = n
         if n < count:
             self.checked_chunk(pos, end)

@@ -241,7 +241,13 @@ class DatFile:
 
     def _walker(self) -> ifhd.ChunkWalker:
         return ifhd.ChunkWalker(
-            self._buf, self.header, self.path, self.issues, self.size, salvage=self._salvage
+            self._buf,
+            self.header,
+            self.path,
+            self.issues,
+            self.size,
+            salvage=self._salvage,
+            mm=self._map,
         )
 
     def _unknown_stream(self, sid: int, pos: int) -> Stream:
@@ -386,6 +392,7 @@ class DatFile:
         counts: dict[int, list[int]] = {}
         pos, n, count = self.header.data_offset, 0, self.header.chunk_count
         new = tuple.__new__
+        release, mark = walker.release, walker.release.first_mark
         while n < count:
             if pos + 52 <= end:
                 t, _, _, size, sid, flags, sidx, stime, sflags, bsize = unpack(buf, pos)
@@ -423,6 +430,8 @@ class DatFile:
                 counts.setdefault(sid, [0, 0, 0])[0] += 1
                 yield self._checked_sample(pos, t, size, sid, sidx)
             pos += (size + 15) & ~15
+            if pos >= mark:
+                mark = release(pos)
         walker.chunks_read = n
         if n < count:
             walker.checked_chunk(pos, end)

@@ -171,7 +171,7 @@ class DatWriter:
 
     # -- chunks ----------------------------------------------------------------------------
 
-    def _begin(self, sid: int, time_ns: int, flags: int) -> tuple[_StreamState, int, int]:
+    def _begin(self, sid: int, time_ns: int, flags: int) -> tuple[_StreamState, int, bool]:
         stream = self._streams.get(sid)
         if stream is None:
             raise ValueError(f"unknown stream id {sid}")
