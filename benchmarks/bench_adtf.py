@@ -13,6 +13,9 @@ best of `--repeat` runs counts. Not a test: it prints figures.
 from __future__ import annotations
 
 import argparse
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -84,6 +87,18 @@ def bench_read(path: Path, repeat: int) -> None:
     print(f"  ratio (vendor time / our time): {best['vendor'] / best['ours']:.2f}")
 
 
+def bench_rss(path: Path) -> None:
+    """Peak resident memory of a full read, each reader in a fresh process."""
+    for name in ("ours", "vendor"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", name, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        print(f"  {name:6s} peak RSS of a full read: {float(out):7.1f} MB")
+
+
 def bench_decode(path: Path, repeat: int) -> None:
     with open_dat(path) as f:
         for name in ("can_powertrain", "imu", "lidar_top"):
@@ -124,7 +139,12 @@ def main() -> None:
     parser.add_argument("--file", type=Path, help="benchmark an existing recording")
     parser.add_argument("--minutes", type=float, default=38.0, help="synthetic drive length")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        {"ours": ours, "vendor": vendor}[args.child[0]](Path(args.child[1]))
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if args.file:
             path = args.file
@@ -136,6 +156,7 @@ def main() -> None:
             size_mb = path.stat().st_size / MB
             print(f"synthesized {minutes:g} min drive: {size_mb:.1f} MB in {took:.1f} s")
         bench_read(path, 1 if args.smoke else args.repeat)
+        bench_rss(path)
         with open_dat(path) as f:
             synthetic = {"can_powertrain", "imu", "lidar_top"} <= {s.name for s in f.streams}
         if synthetic:
