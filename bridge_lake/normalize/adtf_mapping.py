@@ -1,0 +1,414 @@
+"""The ADTF stream → normalized table mapping: a YAML file of rules, loaded and validated.
+
+ADTF recordings name their streams freely and describe payloads with DDL structs of their own
+design, so which table a stream feeds cannot be code: it is data (`adtf_mapping.yaml` beside
+this module is the default). A rule says *which streams* it takes (stream name glob, meta type
+glob, DDL struct glob, stream-type properties; every given criterion must hold, the first
+matching rule wins) and *how* their samples become rows (a decoder, the table, a field
+mapping DDL element → column with a scale factor, the device-time element with its unit, the
+default topic and nominal rate).
+
+Loading validates everything that can be checked without a recording (keys, tables, columns,
+decoders, units) and raises `AdtfMappingError` naming the file and the rule, because a typo in
+a mapping would otherwise surface as a whole stream quietly going to quarantine. Whether the
+named DDL elements exist is only known per stream; a mismatch there quarantines that stream's
+samples with the reason spelled out (see `bridge_lake.normalize.adtf`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake.schemas import NORMALIZED, SENSOR_TABLES
+
+DEFAULT_MAPPING = "adtf_mapping.yaml"
+"""Package data file of `bridge_lake.normalize` holding the default rules."""
+
+TIME_UNITS_NS: dict[str, int] = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+"""Device time units a rule may give, as integer ns factors (no float seconds anywhere)."""
+
+DECODER_TABLES: dict[str, frozenset[str]] = {
+    "struct": frozenset(t.name for t in SENSOR_TABLES) - {"lidar_points", "lidar_scans"},
+    "can": frozenset({"can_frames"}),
+    "lidar": frozenset({"lidar_scans"}),
+    "video": frozenset({"camera_frames"}),
+}
+"""Decoder → the tables it can fill. `struct` maps DDL elements 1:1 onto columns; the others
+add what a plain field mapping cannot say (CAN id bits and payload slicing, one scan row plus
+many point rows, keyframes and picture size of an H.264 stream)."""
+
+CAN_FIELDS = frozenset({"channel", "can_id", "dlc", "data", "flags", "tag"})
+LIDAR_POINT_FIELDS = frozenset({"x", "y", "z", "intensity", "ring", "time_offset_ns"})
+VIDEO_ENCODINGS = frozenset({"h264"})
+MATCH_KEYS = frozenset({"stream", "meta_type", "struct", "properties"})
+RULE_KEYS = frozenset(
+    {
+        "name",
+        "match",
+        "table",
+        "decoder",
+        "topic",
+        "expected_rate_hz",
+        "frame_id",
+        "sensor_time",
+        "fields",
+        "can",
+        "points",
+        "scan_id",
+        "encoding",
+        "width",
+        "height",
+    }
+)
+CAN_OPTION_DEFAULTS: dict[str, Any] = {
+    "extended_bit": 31,
+    "standard_mask": 0x7FF,
+    "extended_mask": 0x1FFFFFFF,
+    "extended_flag": 0,
+    "remote_flag": 0x2,
+    "error_flag": 0x1,
+    "data_tags": [0],
+}
+"""tCANData conventions (spec §10.4): bit 31 of the id marks an extended frame, flag 2 a
+remote frame, flag 1 an error frame, tag 0 a data message (1 = bus status)."""
+
+
+class AdtfMappingError(BridgeLakeError):
+    """An ADTF mapping file that is not valid YAML or whose rules are malformed."""
+
+    def __init__(self, message: str, *, path: str, rule: str | None = None) -> None:
+        where = f"{path}: rule {rule!r}" if rule is not None else path
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.rule = rule
+        self.reason = message
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """One column from one DDL element: `value = element * scale + offset`."""
+
+    column: str
+    element: str
+    """Element path in the struct: `a.b` for nested structs, `arr[2]` for a fixed array item."""
+    scale: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def identity(self) -> bool:
+        return self.scale == 1.0 and self.offset == 0.0
+
+
+@dataclass(frozen=True)
+class SensorTime:
+    element: str
+    unit_ns: int
+
+
+@dataclass(frozen=True)
+class Match:
+    stream: str | None = None
+    meta_type: str | None = None
+    struct: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def matches(
+        self,
+        stream: str,
+        meta_type: str | None,
+        struct: str | None,
+        properties: dict[str, str],
+    ) -> bool:
+        """Globs (fnmatch, case-sensitive) on every criterion given; absent values never match."""
+
+        def ok(pattern: str | None, value: str | None) -> bool:
+            return pattern is None or (value is not None and fnmatch.fnmatchcase(value, pattern))
+
+        return (
+            ok(self.stream, stream)
+            and ok(self.meta_type, meta_type)
+            and ok(self.struct, struct)
+            and all(ok(p, properties.get(k)) for k, p in self.properties.items())
+        )
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    match: Match
+    table: str
+    decoder: str
+    topic: str | None
+    """Default export topic; `{stream}` and (CAN) `{channel}` are filled in per stream."""
+    expected_rate_hz: float | None
+    """Nominal rate; None = measured from the stream's first batch."""
+    frame_id: str | None
+    """Sensor frame; None = the stream name."""
+    sensor_time: SensorTime | None
+    fields: tuple[FieldMap, ...]
+    can: dict[str, Any] = field(default_factory=dict)
+    points_element: str | None = None
+    point_fields: tuple[FieldMap, ...] = ()
+    scan_id: str | None = None
+    """Element holding the scan number; None = the sample's stream index."""
+    encoding: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(frozen=True)
+class Mapping:
+    rules: tuple[Rule, ...]
+    path: str
+
+    def rule_for(
+        self,
+        stream: str,
+        meta_type: str | None,
+        struct: str | None,
+        properties: dict[str, str],
+    ) -> Rule | None:
+        """The first rule whose match criteria all hold, or None (the stream is unmapped)."""
+        for rule in self.rules:
+            if rule.match.matches(stream, meta_type, struct, properties):
+                return rule
+        return None
+
+
+def default_mapping_path() -> Path:
+    return Path(str(resources.files("bridge_lake.normalize").joinpath(DEFAULT_MAPPING)))
+
+
+def load_mapping(path: str | Path | None = None) -> Mapping:
+    """Load and validate a mapping file (the packaged default when `path` is None)."""
+    p = Path(path) if path is not None else default_mapping_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AdtfMappingError(f"cannot read: {exc.strerror or exc}", path=str(p)) from None
+    return parse_mapping(text, path=str(p))
+
+
+def parse_mapping(text: str, *, path: str = "<mapping>") -> Mapping:
+    """Validate mapping YAML text (yaml.safe_load: no object construction from tags)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise AdtfMappingError(f"not valid YAML{where}: {problem}", path=path) from None
+    if not isinstance(doc, dict):
+        raise AdtfMappingError("top level must be a mapping with 'rules'", path=path)
+    unknown = set(doc) - {"version", "rules"}
+    if unknown:
+        raise AdtfMappingError(f"unknown top-level keys {sorted(unknown)}", path=path)
+    if doc.get("version", 1) != 1:
+        raise AdtfMappingError(f"unsupported version {doc.get('version')!r} (1 known)", path=path)
+    rules = doc.get("rules")
+    if not isinstance(rules, list) or not rules:
+        raise AdtfMappingError("'rules' must be a non-empty list", path=path)
+    parsed: list[Rule] = []
+    names: set[str] = set()
+    for i, raw in enumerate(rules):
+        rule = _parse_rule(raw, i, path)
+        if rule.name in names:
+            raise AdtfMappingError("duplicate rule name", path=path, rule=rule.name)
+        names.add(rule.name)
+        parsed.append(rule)
+    return Mapping(tuple(parsed), path)
+
+
+def _parse_rule(raw: object, index: int, path: str) -> Rule:
+    label = f"#{index + 1}"
+    if not isinstance(raw, dict):
+        raise AdtfMappingError("a rule must be a mapping", path=path, rule=label)
+    name = raw.get("name", label)
+    if not isinstance(name, str) or not name:
+        raise AdtfMappingError("'name' must be a non-empty string", path=path, rule=label)
+
+    def fail(message: str) -> AdtfMappingError:
+        return AdtfMappingError(message, path=path, rule=name)
+
+    unknown = set(raw) - RULE_KEYS
+    if unknown:
+        raise fail(f"unknown keys {sorted(unknown)}")
+    match = _parse_match(raw.get("match"), fail)
+    table = raw.get("table")
+    if table not in NORMALIZED or table in ("streams", "quarantine", "lidar_points"):
+        choices = sorted(DECODER_TABLES["struct"] | {"lidar_scans"})
+        raise fail(f"table {table!r} is not a sensor table (one of {choices})")
+    decoder = raw.get("decoder", "struct")
+    if decoder not in DECODER_TABLES:
+        raise fail(f"decoder {decoder!r} unknown (one of {sorted(DECODER_TABLES)})")
+    if table not in DECODER_TABLES[decoder]:
+        raise fail(f"decoder {decoder!r} cannot fill table {table!r}")
+    rate = raw.get("expected_rate_hz")
+    if rate is not None and (
+        isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0
+    ):
+        raise fail(f"expected_rate_hz must be a positive number or null, got {rate!r}")
+    for key in ("topic", "frame_id", "scan_id", "encoding", "points"):
+        if key != "points" and raw.get(key) is not None and not isinstance(raw[key], str):
+            raise fail(f"{key!r} must be a string")
+    columns = set(NORMALIZED[table].schema.names) - {"time_ns", "sensor_time_ns", "stream"}
+    fields = _parse_fields(raw.get("fields", {}), fail, "fields")
+    sensor_time = _parse_sensor_time(raw.get("sensor_time"), fail)
+    rule_kw: dict[str, Any] = {}
+    if decoder == "can":
+        bad = {f.column for f in fields} - CAN_FIELDS
+        if bad:
+            raise fail(f"CAN fields {sorted(bad)} unknown (one of {sorted(CAN_FIELDS)})")
+        missing = {"channel", "can_id", "dlc", "data"} - {f.column for f in fields}
+        if missing:
+            raise fail(f"CAN rule needs fields {sorted(missing)}")
+        rule_kw["can"] = _parse_can(raw.get("can", {}), fail)
+    elif decoder == "lidar":
+        points = raw.get("points")
+        if not isinstance(points, dict) or not isinstance(points.get("element"), str):
+            raise fail("lidar rule needs 'points: {element: <array element>, fields: {...}}'")
+        if set(points) - {"element", "fields"}:
+            raise fail(f"unknown keys in 'points': {sorted(set(points) - {'element', 'fields'})}")
+        pfields = _parse_fields(points.get("fields", {}), fail, "points.fields")
+        bad = {f.column for f in pfields} - LIDAR_POINT_FIELDS
+        if bad:
+            raise fail(f"point fields {sorted(bad)} unknown (one of {sorted(LIDAR_POINT_FIELDS)})")
+        if {"x", "y", "z"} - {f.column for f in pfields}:
+            raise fail("point fields need x, y and z")
+        rule_kw.update(points_element=points["element"], point_fields=pfields)
+        bad = {f.column for f in fields} - (columns - {"scan_id", "point_count", "end_time_ns"})
+        if bad:
+            raise fail(f"fields {sorted(bad)} are not columns the lidar decoder lets you map")
+        rule_kw["scan_id"] = raw.get("scan_id")
+    elif decoder == "video":
+        encoding = raw.get("encoding", "h264")
+        if encoding not in VIDEO_ENCODINGS:
+            raise fail(
+                f"video encoding {encoding!r} unsupported (one of {sorted(VIDEO_ENCODINGS)})"
+            )
+        for key in ("width", "height"):
+            v = raw.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+                raise fail(f"{key!r} must be a positive integer")
+        if fields:
+            raise fail("a video rule has no field mapping (the payload is the frame)")
+        rule_kw.update(encoding=encoding, width=raw.get("width"), height=raw.get("height"))
+    else:
+        bad = {f.column for f in fields} - columns
+        if bad:
+            raise fail(f"fields {sorted(bad)} are not columns of {table}")
+        if not fields:
+            raise fail("a struct rule needs at least one field")
+    for key, allowed in (("can", "can"), ("points", "lidar"), ("scan_id", "lidar")):
+        if key in raw and decoder != allowed:
+            raise fail(f"{key!r} only applies to decoder {allowed!r}")
+    return Rule(
+        name=name,
+        match=match,
+        table=table,
+        decoder=decoder,
+        topic=raw.get("topic"),
+        expected_rate_hz=float(rate) if rate is not None else None,
+        frame_id=raw.get("frame_id"),
+        sensor_time=sensor_time,
+        fields=fields,
+        **rule_kw,
+    )
+
+
+def _parse_match(raw: object, fail) -> Match:
+    if not isinstance(raw, dict) or not raw:
+        raise fail("'match' must be a non-empty mapping (stream, meta_type, struct, properties)")
+    unknown = set(raw) - MATCH_KEYS
+    if unknown:
+        raise fail(f"unknown match keys {sorted(unknown)}")
+    for key in ("stream", "meta_type", "struct"):
+        if key in raw and not isinstance(raw[key], str):
+            raise fail(f"match.{key} must be a string (a glob)")
+    props = raw.get("properties", {})
+    if not isinstance(props, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+    ):
+        raise fail("match.properties must map property names to string globs")
+    return Match(raw.get("stream"), raw.get("meta_type"), raw.get("struct"), dict(props))
+
+
+def _parse_fields(raw: object, fail, what: str) -> tuple[FieldMap, ...]:
+    if not isinstance(raw, dict):
+        raise fail(f"{what!r} must map column names to elements")
+    out = []
+    for column, spec in raw.items():
+        if not isinstance(column, str):
+            raise fail(f"{what}: column {column!r} is not a string")
+        if isinstance(spec, str):
+            out.append(FieldMap(column, spec))
+            continue
+        if not isinstance(spec, dict) or not isinstance(spec.get("element"), str):
+            raise fail(f"{what}.{column}: give an element name or {{element, scale, offset}}")
+        extra = set(spec) - {"element", "scale", "offset"}
+        if extra:
+            raise fail(f"{what}.{column}: unknown keys {sorted(extra)}")
+        nums = {}
+        for key in ("scale", "offset"):
+            v = spec.get(key, 1.0 if key == "scale" else 0.0)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise fail(f"{what}.{column}.{key} must be a number, got {v!r}")
+            nums[key] = float(v)
+        out.append(FieldMap(column, spec["element"], nums["scale"], nums["offset"]))
+    return tuple(out)
+
+
+def _parse_sensor_time(raw: object, fail) -> SensorTime | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("element"), str):
+        raise fail("'sensor_time' must be {element: <name>, unit: ns|us|ms|s}")
+    if set(raw) - {"element", "unit"}:
+        raise fail(f"sensor_time: unknown keys {sorted(set(raw) - {'element', 'unit'})}")
+    unit = raw.get("unit", "ns")
+    if unit not in TIME_UNITS_NS:
+        raise fail(f"sensor_time.unit {unit!r} unknown (one of {sorted(TIME_UNITS_NS)})")
+    return SensorTime(raw["element"], TIME_UNITS_NS[unit])
+
+
+def _parse_can(raw: object, fail) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise fail("'can' must be a mapping of CAN options")
+    unknown = set(raw) - set(CAN_OPTION_DEFAULTS)
+    if unknown:
+        raise fail(f"unknown CAN options {sorted(unknown)}")
+    out = dict(CAN_OPTION_DEFAULTS) | raw
+    for key, value in out.items():
+        if key == "data_tags":
+            if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value
+            ):
+                raise fail("can.data_tags must be a list of integers")
+        elif key == "extended_bit":
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 31
+            ):
+                raise fail("can.extended_bit must be 0..31 or null")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(f"can.{key} must be a non-negative integer")
+    return out
+
+
+__all__ = [
+    "AdtfMappingError",
+    "FieldMap",
+    "Mapping",
+    "Match",
+    "Rule",
+    "SensorTime",
+    "default_mapping_path",
+    "load_mapping",
+    "parse_mapping",
+]
