@@ -114,9 +114,13 @@ def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
     """Like normalize_nclt, returning the joins, lidar figures and missing kinds."""
     session = locate_session(drive_dir)
     report = NcltReport(missing=list(session.missing))
-    tables = {kind: _load(session, kind) for kind in session.files if kind in _CSV_BUILDERS}
-    for kind, table in tables.items():
-        _write_csv(sink, session, table, _CSV_BUILDERS[kind], tables, report)
+    for group in CSV_GROUPS:
+        # A file and the side file joined onto it are loaded together and dropped together,
+        # so at most one pair of CSV tables is in memory (load_table reads whole files).
+        tables = {kind: _load(session, kind) for kind in group if kind in session.files}
+        for table in tables.values():
+            _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
+        del tables
     files = session.files
     if "velodyne_hits" in files:
         report.lidar["velodyne_hits"] = normalize_velodyne_hits(
@@ -375,6 +379,19 @@ _CSV_BUILDERS: dict[str, _Builder] = {
     "cov": _cov,
 }
 """CSV kind (= stream name) → the builder of its rows; side files are joined inside."""
+CSV_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("ms25",),
+    ("ms25_euler",),
+    ("kvh",),
+    ("gps",),
+    ("gps_rtk", "gps_rtk_err"),
+    ("wheels",),
+    ("odometry_mu", "odometry_cov"),
+    ("odometry_mu_100hz", "odometry_cov_100hz"),
+    ("groundtruth", "cov"),
+)
+"""Processing order of the CSV kinds: each primary file with the side file joined onto it."""
+assert sorted(k for g in CSV_GROUPS for k in g) == sorted(_CSV_BUILDERS)
 
 __all__ = [
     "SOURCE_TYPE",
