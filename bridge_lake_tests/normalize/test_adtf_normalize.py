@@ -1,0 +1,538 @@
+"""ADTF → normalized tables: counts against the vendor reader, exact values, clock fit,
+conservation, quarantine of unmapped / corrupt samples, mapping validation, real files."""
+
+from __future__ import annotations
+
+import fractions
+import shutil
+import struct
+from pathlib import Path
+
+import adtf_file
+import av
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import bridge_lake.synth.adtf as synth
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.formats.adtf import DatWriter, open_dat
+from bridge_lake.lake import Lake
+from bridge_lake.normalize.adtf import find_recordings, normalize_adtf, sps_size
+from bridge_lake.normalize.adtf_mapping import AdtfMappingError, load_mapping, parse_mapping
+from bridge_lake.normalize.sink import DriveSink
+
+TESTDATA = Path("/work/shared/testdata/adtf")
+SYNTH_STREAMS = ("front_camera", "can_powertrain", "can_chassis", "lidar_top", "gnss", "imu")
+
+
+def _normalize(lake_dir: Path, drive: Path, mapping=None):
+    lake = Lake(str(lake_dir))
+    with DriveSink(lake, "d1") as sink:
+        normalize_adtf(drive, sink, mapping)
+        result = sink.finish()
+    return lake, result
+
+
+def _vendor_samples(path: Path) -> dict[str, list[tuple[int, bytes]]]:
+    """stream name -> [(chunk time µs, payload bytes)] from the vendor reader (independent)."""
+    reader = adtf_file.create_reader(str(path))
+    names = {s.stream_id: s.name for s in reader.streams}
+    out: dict[str, list[tuple[int, bytes]]] = {n: [] for n in names.values()}
+    while (item := reader.get_next_item()) is not None:
+        if item.type.name == "Sample":
+            t = item.time_stamp
+            us = (t.days * 86400 + t.seconds) * 1_000_000 + t.microseconds
+            out[names[item.stream_id]].append((us, bytes(item.sample.buffer)))
+    return out
+
+
+def _table(lake: Lake, name: str, stream: str | None = None) -> pa.Table:
+    t = lake.read_partition("normalized", name, "d1")
+    if stream is not None:
+        t = t.filter(pa.compute.equal(t.column("stream"), stream))
+    return t
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    base = tmp_path_factory.mktemp("adtf_small")
+    (base / "drive").mkdir()
+    files = synth.write_adtf_drive(base / "drive", minutes=0.05, seed=1)
+    lake, result = _normalize(base / "lake", base / "drive")
+    return files[0], lake, result, _vendor_samples(files[0])
+
+
+def _stats(result, stream: str, table: str):
+    (s,) = [s for s in result.streams if s.info.stream == stream and s.info.table == table]
+    return s
+
+
+# --- the synthetic drive ---------------------------------------------------------------------
+
+
+def test_every_stream_mapped_and_counted_against_vendor(small):
+    _, lake, result, vendor = small
+    tables = {
+        "front_camera": "camera_frames",
+        "can_powertrain": "can_frames",
+        "can_chassis": "can_frames",
+        "lidar_top": "lidar_scans",
+        "gnss": "gnss",
+        "imu": "imu",
+    }
+    assert set(vendor) == set(SYNTH_STREAMS)
+    for stream, table in tables.items():
+        s = _stats(result, stream, table)
+        assert s.records_read == len(vendor[stream]) > 0, stream
+        assert (s.rows_written, s.rows_quarantined) == (len(vendor[stream]), 0), stream
+        assert _table(lake, table, stream).num_rows == len(vendor[stream])
+        assert s.conserved
+    assert all(s.conserved for s in result.streams)
+    assert result.quarantined == 0
+
+
+def test_master_time_is_the_chunk_time(small):
+    _, lake, _, vendor = small
+    imu = _table(lake, "imu", "imu")
+    # the vendor reports µs (ns truncated): our ns floored to µs must equal it exactly
+    assert (imu.column("time_ns").to_numpy() // 1000).tolist() == [t for t, _ in vendor["imu"]]
+
+
+def test_can_frames_exact(small):
+    _, lake, _, vendor = small
+    can = _table(lake, "can_frames", "can_chassis")
+    for i in (0, 1, 777, len(vendor["can_chassis"]) - 1):
+        raw = vendor["can_chassis"][i][1]
+        channel, stamp_us, can_id, length = struct.unpack_from("<BqIB", raw, 1)
+        row = {k: can.column(k)[i].as_py() for k in can.column_names}
+        assert row["channel"] == channel == 1
+        assert row["can_id"] == can_id & 0x7FFFFFFF
+        assert row["is_extended"] is bool(can_id >> 31)
+        assert row["dlc"] == length
+        assert row["data"] == raw[24 : 24 + length]
+        assert row["sensor_time_ns"] == stamp_us * 1000
+        assert row["is_remote"] is False
+    ids = set(can.column("can_id").to_pylist())
+    assert ids == {0x086, 0x0A3, 0x130, 0x17C, 0x3E9}
+
+
+def test_imu_and_gnss_values_exact(small):
+    _, lake, _, vendor = small
+    imu = _table(lake, "imu", "imu")
+    for i in (0, 150, len(vendor["imu"]) - 1):
+        stamp, ax, ay, az, gx, gy, gz, _ = struct.unpack("<q7f", vendor["imu"][i][1])
+        got = [
+            imu.column(c)[i].as_py()
+            for c in (
+                "linear_acceleration_x",
+                "linear_acceleration_y",
+                "linear_acceleration_z",
+                "angular_velocity_x",
+                "angular_velocity_y",
+                "angular_velocity_z",
+            )
+        ]
+        assert got == [ax, ay, az, gx, gy, gz]
+        assert imu.column("sensor_time_ns")[i].as_py() == stamp
+        assert imu.column("frame_id")[i].as_py() == "imu"
+    gnss = _table(lake, "gnss", "gnss")
+    for i in (0, len(vendor["gnss"]) - 1):
+        raw = vendor["gnss"][i][1]
+        stamp, lat, lon, alt, speed, heading, fix, sats = struct.unpack_from("<q3d2fBB", raw)
+        assert gnss.column("lat_deg")[i].as_py() == lat
+        assert gnss.column("lon_deg")[i].as_py() == lon
+        assert gnss.column("alt_m")[i].as_py() == alt
+        assert gnss.column("speed_mps")[i].as_py() == pytest.approx(speed, rel=1e-7)
+        assert gnss.column("track_rad")[i].as_py() == pytest.approx(np.radians(heading))
+        assert (gnss.column("fix_mode")[i].as_py(), gnss.column("num_sats")[i].as_py()) == (
+            fix,
+            sats,
+        )
+        assert 48 < lat < 49 and 11 < lon < 12
+
+
+def test_lidar_scans_and_points(small):
+    _, lake, result, vendor = small
+    scans = _table(lake, "lidar_scans", "lidar_top")
+    points = _table(lake, "lidar_points", "lidar_top")
+    n_scans = len(vendor["lidar_top"])
+    counts = [struct.unpack_from("<I", raw, 12)[0] for _, raw in vendor["lidar_top"]]
+    assert scans.column("point_count").to_pylist() == counts
+    assert (
+        points.num_rows == sum(counts) == _stats(result, "lidar_top", "lidar_points").rows_written
+    )
+    assert _stats(result, "lidar_top", "lidar_points").conserved
+    k = n_scans // 2
+    raw = vendor["lidar_top"][k][1]
+    frame = struct.unpack_from("<I", raw, 8)[0]
+    pts = np.frombuffer(raw, dtype="<f4", offset=16).reshape(-1, 4)
+    mine = points.filter(pa.compute.equal(points.column("scan_id"), frame))
+    got = np.stack([mine.column(c).to_numpy() for c in ("x", "y", "z", "intensity")], axis=1)
+    assert np.array_equal(got, pts)
+    assert scans.column("scan_id")[k].as_py() == frame
+    assert set(mine.column("time_ns").to_pylist()) == {scans.column("time_ns")[k].as_py()}
+
+
+def test_camera_frames(small):
+    _, lake, result, vendor = small
+    cam = _table(lake, "camera_frames", "front_camera")
+    assert cam.column("data").to_pylist() == [raw for _, raw in vendor["front_camera"]]
+    assert set(cam.column("encoding").to_pylist()) == {"h264"}
+    sizes = zip(cam.column("width").to_pylist(), cam.column("height").to_pylist(), strict=True)
+    assert set(sizes) == {(320, 240)}
+    # the generator puts an IDR frame every 2 s (keyint = 2 * fps = 30)
+    keys = cam.column("is_keyframe").to_pylist()
+    assert keys == [i % 30 == 0 for i in range(len(keys))]
+    # and every AU decodes with an independent decoder; key frames are the IDR ones
+    codec = av.CodecContext.create("h264", "r")
+    decoded = 0
+    for data in cam.column("data").to_pylist():
+        for packet in codec.parse(data):
+            decoded += len(codec.decode(packet))
+    assert decoded >= len(keys) - 2
+    s = _stats(result, "front_camera", "camera_frames")
+    assert s.info.topic == "/sensor/camera_front/image_raw/compressed"
+    assert s.info.expected_rate_hz == 15.0
+
+
+def test_topics_rates_and_source_file(small):
+    path, _, result, _ = small
+    topics = {(s.info.stream, s.info.table): s.info.topic for s in result.streams}
+    assert topics[("can_powertrain", "can_frames")] == "/vehicle/can/0"
+    assert topics[("can_chassis", "can_frames")] == "/vehicle/can/1"
+    assert topics[("imu", "imu")] == "/sensor/imu/data"
+    assert topics[("gnss", "gnss")] == "/sensor/gps/fix"
+    assert topics[("lidar_top", "lidar_scans")] == "/sensor/lidar/points"
+    rates = {s.info.stream: s.info.expected_rate_hz for s in result.streams}
+    assert rates["imu"] == 100 and rates["gnss"] == 10
+    # no rate in the CAN rule: measured from the first batch (5 ids x 100 Hz per bus)
+    assert 450 <= rates["can_chassis"] <= 550
+    assert {s.info.source_file for s in result.streams} == {path.name}
+
+
+@pytest.fixture(scope="module")
+def drifting(tmp_path_factory):
+    """A 30 s drive whose device clocks are recorded as the generator creates them."""
+    created: list[synth.DeviceClock] = []
+
+    class Recording(synth.DeviceClock):
+        def __init__(self, rng, unit_ns):
+            super().__init__(rng, unit_ns)
+            created.append(self)
+
+    base = tmp_path_factory.mktemp("adtf_drift")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(synth, "DeviceClock", Recording)
+    (base / "drive").mkdir()
+    try:
+        synth.write_adtf_drive(base / "drive", minutes=0.5, seed=5, lidar_points=64)
+    finally:
+        mp.undo()
+    _, result = _normalize(base / "lake", base / "drive")
+    # creation order in write_adtf_drive: can_powertrain, can_chassis, lidar, gnss, imu
+    names = ["can_powertrain", "can_chassis", "lidar_top", "gnss", "imu"]
+    return dict(zip(names, created, strict=True)), result
+
+
+@pytest.mark.parametrize("stream", ["can_powertrain", "can_chassis", "imu"])
+def test_clock_fit_recovers_generator_drift(drifting, stream):
+    clocks, result = drifting
+    truth = clocks[stream]
+    table = {"imu": "imu"}.get(stream, "can_frames")
+    fit = _stats(result, stream, table).fit
+    assert fit is not None
+    # master - sensor = -offset - ppm * elapsed + latency  =>  drift ≈ -ppm
+    assert fit.drift_ppm == pytest.approx(-truth.ppm, abs=2.0)
+    assert abs(fit.offset_ns + truth.offset_ns) < 2_000_000  # latency ≤ 0.9 ms, µs ticks
+
+
+# --- quarantine ------------------------------------------------------------------------------
+
+CAN_ONLY = """
+version: 1
+rules:
+  - name: can
+    match: {struct: tCANData}
+    table: can_frames
+    decoder: can
+    topic: /vehicle/can/{channel}
+    sensor_time: {element: tmTimeStamp, unit: us}
+    fields: {channel: ui8Channel, can_id: ui32Id, dlc: ui8Length, data: aui8Data,
+             flags: ui16Flags, tag: ui8Tag}
+"""
+
+
+def test_unmapped_streams_are_quarantined_with_raw_bytes(small, tmp_path):
+    path, _, _, vendor = small
+    lake, result = _normalize(tmp_path, path.parent, parse_mapping(CAN_ONLY))
+    q = _table(lake, "quarantine")
+    for stream in ("imu", "gnss", "lidar_top", "front_camera"):
+        s = [s for s in result.streams if s.info.stream == stream]
+        assert len(s) == 1 and s[0].rows_written == 0
+        assert s[0].records_read == s[0].rows_quarantined == len(vendor[stream])
+        assert s[0].info.source_type.startswith("unmapped:")
+        mine = q.filter(pa.compute.equal(q.column("stream"), stream))
+        assert mine.num_rows == len(vendor[stream])
+        reasons = set(mine.column("reason").to_pylist())
+        assert len(reasons) == 1 and reasons.pop().startswith(f"unmapped stream {stream} (")
+        raws = mine.column("raw").to_pylist()
+        assert raws == [raw[:4096] for _, raw in vendor[stream]]
+        assert mine.column("record_index").to_pylist() == list(range(len(vendor[stream])))
+    imu_reason = q.filter(pa.compute.equal(q.column("stream"), "imu")).column("reason")[0]
+    assert imu_reason.as_py() == "unmapped stream imu (adtf/default:tImuData)"
+    assert all(s.conserved for s in result.streams)
+    assert _stats(result, "can_chassis", "can_frames").rows_written == len(vendor["can_chassis"])
+
+
+def _write_damaged(path: Path) -> dict[str, list[int]]:
+    """A recording with good and bad IMU / lidar / CAN samples; returns the bad indices."""
+    imu = np.zeros(5, dtype=synth.IMU_DTYPE)
+    imu["stamp"] = np.arange(5) * 10_000_000
+    imu["acc"] = [1.0, 2.0, 9.81]
+    lidar_head = np.zeros(1, dtype=synth.LIDAR_HEAD)
+    can = np.zeros(4, dtype=synth.CAN_DTYPE)
+    can["id"] = [0x100, 0x80000000 | 0x1ABCDEF, 0x100, 0x900]
+    can["length"] = [8, 4, 8, 8]
+    can["data"] = np.arange(32, dtype=np.uint8).reshape(4, 8)
+    can["flags"] = [0, 0, 1, 0]  # frame 2 is an error frame; frame 3's id exceeds 11 bits
+    t0 = 1_700_000_000_000_000_000
+    with DatWriter(path, version=0x0500) as w:
+        si = w.add_stream("imu", stream_type=synth._ddl_type("tImuData"))
+        sl = w.add_stream("lidar", stream_type=synth._ddl_type("tLidarScan", "tLidarPoint"))
+        sc = w.add_stream("can", stream_type=synth._ddl_type("tCANData"))
+        writes = []
+        for k in range(5):
+            payload = imu[k].tobytes() if k != 3 else imu[k].tobytes()[:20]  # truncated
+            writes.append((t0 + k * 10_000_000, si, payload))
+        for k in range(3):
+            lidar_head["count"] = 4 if k != 1 else 1000  # scan 1 claims more points than it has
+            lidar_head["frame"] = k
+            pts = np.full((4, 4), k, dtype="<f4")
+            writes.append((t0 + k * 100_000_000 + 1, sl, lidar_head.tobytes() + pts.tobytes()))
+        for k in range(4):
+            writes.append((t0 + k * 1_000_000 + 2, sc, can[k].tobytes()))
+        for t, sid, payload in sorted(writes, key=lambda w: w[0]):
+            w.write_sample(sid, t, payload)
+    return {"imu": [3], "lidar": [1], "can": [2, 3]}
+
+
+def test_corrupt_samples_quarantined_with_offsets(tmp_path):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    bad = _write_damaged(drive / "damaged.dat")
+    with open_dat(drive / "damaged.dat") as f:
+        offsets = {}
+        for s in f.samples():
+            offsets.setdefault(f.stream(s.stream_id).name, []).append(s.offset)
+    lake, result = _normalize(tmp_path / "lake", drive)
+    q = _table(lake, "quarantine")
+    for stream, table, total in (
+        ("imu", "imu", 5),
+        ("lidar", "lidar_scans", 3),
+        ("can", "can_frames", 4),
+    ):
+        s = _stats(result, stream, table)
+        assert (s.records_read, s.rows_written, s.rows_quarantined) == (
+            total,
+            total - len(bad[stream]),
+            len(bad[stream]),
+        )
+        mine = q.filter(pa.compute.equal(q.column("stream"), stream))
+        assert mine.column("record_index").to_pylist() == bad[stream]
+        assert mine.column("byte_offset").to_pylist() == [offsets[stream][i] for i in bad[stream]]
+        assert set(mine.column("source_file").to_pylist()) == {"damaged.dat"}
+    reasons = dict(zip(q.column("stream").to_pylist(), q.column("reason").to_pylist(), strict=True))
+    assert reasons["imu"] == "payload of 20 bytes, struct tImuData is 36 bytes"
+    assert "does not decode as tLidarScan" in reasons["lidar"]
+    can_reasons = q.filter(pa.compute.equal(q.column("stream"), "can")).column("reason")
+    assert can_reasons.to_pylist() == ["CAN error frame", "CAN id 0x900 exceeds 11 bits"]
+    can = _table(lake, "can_frames", "can")
+    assert can.column("can_id").to_pylist() == [0x100, 0x1ABCDEF]
+    assert can.column("is_extended").to_pylist() == [False, True]
+    assert can.column("data").to_pylist() == [bytes(range(8)), bytes(range(8, 12))]
+    points = _table(lake, "lidar_points", "lidar")
+    assert points.column("scan_id").to_pylist() == [0] * 4 + [2] * 4
+    assert all(s.conserved for s in result.streams)
+
+
+def test_unreadable_recording_is_counted(tmp_path):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    good = drive / "ok.dat"
+    _write_damaged(good)
+    (drive / "sub").mkdir()
+    (drive / "sub" / "cut.dat").write_bytes(good.read_bytes()[:100])  # magic, header cut
+    (drive / "notes.dat").write_bytes(b"not an ifhd file")
+    assert [p.relative_to(drive).as_posix() for p in find_recordings(drive)] == [
+        "ok.dat",
+        "sub/cut.dat",
+    ]
+    lake, result = _normalize(tmp_path / "lake", drive)
+    (cut,) = [s for s in result.streams if s.info.source_file == "sub/cut.dat"]
+    assert (cut.records_read, cut.rows_quarantined) == (1, 1)
+    q = _table(lake, "quarantine")
+    row = q.filter(pa.compute.equal(q.column("source_file"), "sub/cut.dat"))
+    assert row.column("reason")[0].as_py().startswith("unreadable recording: ")
+    assert row.column("byte_length")[0].as_py() == 100
+
+
+# --- mapping validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rules: [\n  - name: x\n    match: {struct: a\n", "not valid YAML at line"),
+        ("rules: []", "'rules' must be a non-empty list"),
+        ("- just a list", "top level must be a mapping"),
+        (
+            "rules:\n  - {name: r1, match: {struct: a}, table: nope, fields: {x: y}}",
+            "rule 'r1': table 'nope' is not a sensor table",
+        ),
+        (
+            "rules:\n  - {name: r2, match: {struct: a}, table: imu, fields: {bogus: y}}",
+            "rule 'r2': fields ['bogus'] are not columns of imu",
+        ),
+        (
+            "rules:\n  - {name: r3, match: {struct: a}, table: imu, fields: {frame_id: y},"
+            " sensor_time: {element: t, unit: fortnights}}",
+            "rule 'r3': sensor_time.unit 'fortnights' unknown",
+        ),
+        (
+            "rules:\n  - {name: r4, match: {struct: a}, table: imu, decoder: can,"
+            " fields: {channel: c}}",
+            "rule 'r4': decoder 'can' cannot fill table 'imu'",
+        ),
+        (
+            "rules:\n  - {name: r5, match: {colour: red}, table: imu, fields: {frame_id: y}}",
+            "rule 'r5': unknown match keys ['colour']",
+        ),
+        (
+            "rules:\n  - {name: r6, match: {struct: a}, table: gnss, extra: 1, fields: {}}",
+            "rule 'r6': unknown keys ['extra']",
+        ),
+        (
+            "rules:\n  - {name: r7, match: {struct: a}, table: gnss,"
+            " fields: {lat_deg: {element: x, scale: big}}}",
+            "rule 'r7': fields.lat_deg.scale must be a number",
+        ),
+        ("rules:\n  - !!python/object:os.system {}", "not valid YAML"),
+    ],
+)
+def test_malformed_mapping_gives_typed_error(tmp_path, text, message):
+    path = tmp_path / "mapping.yaml"
+    path.write_text(text)
+    with pytest.raises(AdtfMappingError) as err:
+        load_mapping(path)
+    assert isinstance(err.value, BridgeLakeError)
+    assert str(err.value).startswith(str(path))
+    assert message in str(err.value)
+
+
+def test_missing_mapping_file_and_default_loads(tmp_path):
+    with pytest.raises(AdtfMappingError, match="cannot read"):
+        load_mapping(tmp_path / "absent.yaml")
+    default = load_mapping()
+    assert {r.name for r in default.rules} >= {"can_tcandata", "imu_timudata", "video_h264"}
+
+
+def test_rule_naming_missing_element_quarantines_the_stream(small, tmp_path):
+    path, _, _, vendor = small
+    text = CAN_ONLY.replace("ui8Length", "ui8Len")
+    lake, result = _normalize(tmp_path, path.parent, parse_mapping(text))
+    s = _stats(result, "can_chassis", "can_frames")
+    assert (s.rows_written, s.rows_quarantined) == (0, len(vendor["can_chassis"]))
+    q = _table(lake, "quarantine", "can_chassis")
+    assert q.column("reason")[0].as_py() == (
+        "rule can: struct tCANData has no element 'ui8Len' (for 'ui8Len')"
+    )
+
+
+# --- real recordings ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    lake, result = _normalize(tmp_path_factory.mktemp("real_lake"), TESTDATA)
+    return lake, result
+
+
+def test_real_files_nothing_lost(real):
+    lake, result = real
+    recordings = {p.name for p in find_recordings(TESTDATA)}
+    assert recordings == {
+        "test_file_rec_newfile.dat",
+        "test_sample_info.dat",
+        "one_empty_stream.dat",
+        "test_type_seek.dat",
+        "test_modify_extension.adtfdat",
+        "test_history.dat",
+        "adtfdat.hexpat.adtfdat",
+    }
+    assert {s.info.source_file for s in result.streams} == recordings
+    for name in recordings:
+        with open_dat(TESTDATA / name, strict=False) as f:
+            n = sum(1 for _ in f.samples())
+            issues = len(f.issues.items)
+        mine = [s for s in result.streams if s.info.source_file == name]
+        assert sum(s.records_read for s in mine) == n + issues, name
+        assert all(s.conserved for s in mine), name
+    q = _table(lake, "quarantine")
+    assert q.num_rows == sum(s.rows_quarantined for s in result.streams)
+
+
+def test_real_adtf2_ddl_stream_unmapped_by_default(real):
+    lake, result = real
+    s = _stats(result, "test_serialize", "can_frames")
+    assert (s.records_read, s.rows_quarantined, s.rows_written) == (1000, 1000, 0)
+    q = _table(lake, "quarantine", "test_serialize")
+    assert set(q.column("reason").to_pylist()) == {
+        "unmapped stream test_serialize (adtf2/legacy:mytype)"
+    }
+    assert set(q.column("source_file").to_pylist()) == {"test_file_rec_newfile.dat"}
+
+
+def test_real_adtf2_serialized_struct_through_a_custom_rule(tmp_path):
+    """mytype is stored serialized (u32 LE at byte 4, u16 BE at byte 8); the vendor returns it
+    deserialized (u32 at 0, u16 at 4, host order), so the values are checked independently."""
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    for name in ("test_file_rec_newfile.dat", "test_file_rec_newfile.dat.description"):
+        shutil.copy(TESTDATA / name, drive / name)
+    mapping = parse_mapping(
+        "rules:\n"
+        "  - name: mytype_as_wheels\n"
+        "    match: {stream: test_serialize, struct: mytype}\n"
+        "    table: wheel_odometry\n"
+        "    fields:\n"
+        "      v_left_mps: testval1\n"
+        "      v_right_mps: {element: testval2, scale: 0.5, offset: 1}\n"
+    )
+    lake, result = _normalize(tmp_path / "lake", drive, mapping)
+    vendor = _vendor_samples(drive / "test_file_rec_newfile.dat")["test_serialize"]
+    wheels = _table(lake, "wheel_odometry", "test_serialize")
+    assert wheels.num_rows == len(vendor) == 1000
+    expect = [struct.unpack_from("<IH", raw) for _, raw in vendor]
+    assert wheels.column("v_left_mps").to_pylist() == [float(a) for a, _ in expect]
+    assert wheels.column("v_right_mps").to_pylist() == [b * 0.5 + 1 for _, b in expect]
+    assert wheels.column("sensor_time_ns").null_count == wheels.num_rows
+    assert _stats(result, "test_serialize", "wheel_odometry").conserved
+
+
+# --- H.264 SPS --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("width", "height"), [(320, 240), (322, 178), (64, 48)])
+def test_sps_size_with_cropping(width, height):
+    codec = av.CodecContext.create("libx264", "w")
+    codec.width, codec.height, codec.pix_fmt = width, height, "yuv420p"
+    codec.time_base = fractions.Fraction(1, 25)
+    codec.options = {"preset": "ultrafast", "x264-params": "repeat-headers=1"}
+    frame = av.VideoFrame.from_ndarray(np.zeros((height, width, 3), np.uint8), format="rgb24")
+    frame.pts = 0
+    data = b"".join(bytes(p) for p in codec.encode(frame) + codec.encode(None))
+    at = data.index(b"\x00\x00\x01\x67") + 4
+    end = data.index(b"\x00\x00\x01", at)
+    assert sps_size(data[at:end]) == (width, height)
+    assert sps_size(b"\x42") is None
