@@ -286,7 +286,7 @@ class Issues:
         self.items.append(error)
 
 
-RELEASE_WINDOW = 64 << 20
+RELEASE_WINDOW = 16 << 20
 """Bytes a sequential pass reads before handing the pages behind it back to the kernel."""
 
 
