@@ -295,3 +295,26 @@ def test_media_description_serializer_hands_out_deserialized(tmp_path, version):
         assert table.column("b").to_pylist() == [7 + i for i in range(20)]
         if version >= 0x0500:
             assert ours[0].sample_time_ns == 7_000
+
+
+@pytest.mark.parametrize(("pixel_format", "bpp"), [(45, 24), (11, 8), (54, 32), (60, 12), (777, 8)])
+def test_adtf2_video_type_maps_like_the_vendor(tmp_path, pixel_format, bpp):
+    from bridge_lake.formats.adtf.samples import VIDEO_FORMAT
+
+    width, height = 64, 48
+    line = width * bpp // 8
+    fmt = VIDEO_FORMAT.pack(bpp, line, height, 0, pixel_format, line * height, width)
+    path = tmp_path / "video.dat"
+    frame = bytes(range(256)) * (line * height // 256) + bytes(line * height % 256)
+    with DatWriter(path, version=0x0201) as w:
+        sid = w.add_stream("cam", major=0x0100, sub=0, type_class="adtf.type.video", type_data=fmt)
+        w.write_sample(sid, 1_000_000, frame)
+    reader, items = _vendor_items(path)
+    vendor_type = reader.streams[0].initial_type
+    with open_dat(path) as f:
+        ours = f.stream("cam").stream_type
+        assert ours.meta_type == vendor_type.meta_type == "adtf/image"
+        assert {k: (p.type, p.value) for k, p in ours.properties.items()} == {
+            k: (p.type, p.value) for k, p in vendor_type.properties.items()
+        }
+        assert [bytes(s.data) for s in f.samples()] == [items[0][3][0]] == [frame]

@@ -35,6 +35,51 @@ ADTF2_INFO_HEAD = 1024
 PLAINTYPE_SUBTYPES = {1: "FLOAT64", 2: "FLOAT32", 3: "UINT32", 4: "UINT16", 5: "UINT8", 7: "UINT64"}
 """ADTF 2 major 0x0300 sub types that are plain numeric arrays, named as the vendor names them."""
 
+ADTF2_VIDEO_TYPE_CLASS = "adtf.type.video"
+VIDEO_FORMAT = struct.Struct("<hiiihii")
+"""ADTF 2 video format as the type class streams it (spec §8.1): bits_per_pixel,
+bytes_per_line, height, palette_size, pixel_format, size, width (then the palette)."""
+
+PIXEL_FORMAT_NAMES = {
+    0: "unknown",
+    10: "8_bit",
+    11: "GREY(8)",
+    12: "R(3)G(3)B(2)",
+    20: "16_bit",
+    21: "GREY(10)",
+    22: "GREY(12)",
+    23: "GREY(14)",
+    24: "GREY(16)",
+    25: "R(4)G(4)B(4)",
+    26: "R(5)G(5)B(5)(1)",
+    27: "R(5)G(6)B(5)",
+    28: "R(4)G(4)B(4)A(4)",
+    29: "A(4)B(4)G(4)R(4)",
+    30: "riii_10",
+    31: "riii_12",
+    32: "riii_14",
+    33: "riii_16",
+    34: "(1)B(5)G(5)R(5)",
+    35: "B(5)G(6)R(5)",
+    40: "24_bit",
+    41: "GREY(18)",
+    42: "GREY(20)",
+    43: "GREY(22)",
+    44: "GREY(24)",
+    45: "R(8)G(8)B(8)",
+    46: "B(8)G(8)R(8)",
+    50: "32_bit",
+    51: "A(8)R(8)G(8)B(8)",
+    52: "A(8)B(8)G(8)R(8)",
+    53: "R(8)G(8)B(8)A(8)",
+    54: "B(8)G(8)R(8)A(8)",
+    55: "GREY(32)",
+    56: "greyscale_float_32",
+    60: "yuv420p_888",
+}
+"""ADTF 2 tPixelFormat -> ADTF 3 `format_name`, as the vendor maps it (probed with every enum
+value; an unlisted value becomes its decimal text, as PF_CUSTOM = 1000 does)."""
+
 ADTF2_ENVELOPE = struct.Struct("<BIqI")
 ADTF3_ENVELOPE = struct.Struct("<qiQ")
 ADTF3_FLAG_INFO = 0x100
@@ -141,6 +186,21 @@ class Adtf2Type:
 
     def stream_type(self) -> StreamType:
         """The vendor's mapping of an ADTF 2 media type onto an ADTF 3 stream type."""
+        if self.type_class == ADTF2_VIDEO_TYPE_CLASS and len(self.extra) >= VIDEO_FORMAT.size:
+            bpp, line, height, _, pixel, size, width = VIDEO_FORMAT.unpack_from(self.extra)
+            props = {
+                "bits_per_pixel": ("tUInt", bpp),
+                "bytes_per_line": ("tUInt", line),
+                "data_endianess": ("tUInt", 1),
+                "flags": ("tUInt32", self.flags),
+                "format_name": ("cString", PIXEL_FORMAT_NAMES.get(pixel, str(pixel))),
+                "major": ("tUInt32", self.major),
+                "max_byte_size": ("tUInt32", size),
+                "pixel_height": ("tUInt", height),
+                "pixel_width": ("tUInt", width),
+                "sub": ("tUInt32", self.sub),
+            }
+            return StreamType("adtf/image", {k: Property(t, str(v)) for k, (t, v) in props.items()})
         if self.major == 0x0300 and self.sub in PLAINTYPE_SUBTYPES:
             return StreamType(
                 "adtf/plaintype", {"c-type": Property("cString", PLAINTYPE_SUBTYPES[self.sub])}

@@ -125,6 +125,8 @@ class DatWriter:
         stream_id: int | None = None,
         sample_class: str = ADTF2_SAMPLE_CLASS,
         serializer: str | None = None,
+        type_class: str = ADTF2_TYPE_CLASS,
+        type_data: bytes = b"",
     ) -> int:
         """Declare a stream; returns its id.
 
@@ -135,6 +137,8 @@ class DatWriter:
         `adtf.sample.can_message_raw`, which has the same envelope). `serializer` overrides the
         ADTF 3 serializer id (default: sample copy, ns variant for 0x0500); with a
         `media_description_sample_serialization` id, buffers are DDL-serialized (`md_struct`).
+        ADTF 2 `type_class` / `type_data`: another media type class and the bytes it streams
+        after major/sub/flags (e.g. `adtf.type.video` + `samples.VIDEO_FORMAT`).
         """
         sid = stream_id if stream_id is not None else len(self._streams) + 1
         if not 0 < sid <= ifhd.MAX_STREAM_ID or sid in self._streams:
@@ -142,8 +146,9 @@ class DatWriter:
         if self.version < 0x0400:
             info = (
                 _cstr(sample_class, 512)
-                + _cstr(ADTF2_TYPE_CLASS, 512)
+                + _cstr(type_class, 512)
                 + struct.pack("<III", major, sub, type_flags)
+                + type_data
             )
             if ddl is not None:
                 if ddl_struct not in ddl.structs:
