@@ -24,10 +24,12 @@ shows up as `out_of_order` in the catalog.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,7 @@ from bridge_lake.normalize.sink import DriveSink, StreamInfo
 
 RECORDING_SUFFIXES = (".dat", ".adtfdat")
 BATCH_SAMPLES = 50_000
-BATCH_BYTES = 64 << 20
+BATCH_BYTES = 16 << 20
 """Batch limits per stream: bound memory (and keep Arrow's 32-bit binary offsets safe)."""
 CHECK_EVERY = 4096
 """Samples dispatched between two looks at the batch sizes."""
@@ -63,7 +65,28 @@ def normalize_adtf(drive_dir: Path, sink: DriveSink, mapping: Mapping | None = N
     root = Path(drive_dir)
     used: set[str] = set()
     for path in find_recordings(root):
-        _normalize_file(path, path.relative_to(root).as_posix(), sink, mapping, used)
+        with _gc_paused():
+            _normalize_file(path, path.relative_to(root).as_posix(), sink, mapping, used)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file is read.
+
+    The reader allocates one tuple per sample and the batches hold up to 50k of them, so the
+    collector's generation scans (triggered by allocation counts, not by garbage) re-walk the
+    pending batches again and again: measured, it more than doubled the normalizer's time on
+    the 5-minute synthetic drive. Nothing here builds reference cycles (samples, batches and
+    Arrow arrays are acyclic and freed by reference counting), so pausing loses no memory;
+    the previous state is restored even on error.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def find_recordings(drive_dir: Path) -> list[Path]:
