@@ -38,7 +38,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         source=args.source,
         out=sys.stdout,
     )
-    return 1 if any(o.checks_failed for o in outcomes) or not outcomes else 0
+    ok = outcomes and all(o.run_ok and not o.checks_failed for o in outcomes)
+    return 0 if ok else 1
 
 
 def _cmd_info(args: argparse.Namespace) -> int:

@@ -5,19 +5,20 @@ from __future__ import annotations
 import dagster as dg
 
 from bridge_lake.defs.jobs import lake_job
+from bridge_lake.defs.normalized import normalized
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import default_resources
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import landing_zone_sensor
 
-ASSETS = [raw_manifest]
+ASSETS = [raw_manifest, normalized]
 """Every asset, in pipeline order; the demo and the gap schedule take them from here."""
 
 defs = dg.Definitions(
     assets=ASSETS,
     jobs=[lake_job],
     sensors=[landing_zone_sensor],
-    schedules=[build_gap_schedule([a.key for a in ASSETS])],
+    schedules=[build_gap_schedule([key for a in ASSETS for key in a.keys])],
     resources=default_resources(),
     executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
 )

@@ -34,6 +34,10 @@ class AssetOutcome:
     path: str
     checks_passed: int
     checks_failed: list[str]
+    """ERROR checks that failed: the drive is not good."""
+    checks_warned: list[str]
+    """WARN checks that failed: worth a look (e.g. a GNSS gap indoors), not a failure."""
+    run_ok: bool
     seconds: float
 
 
@@ -111,9 +115,12 @@ def run_demo(
 def _outcomes(
     result: dg.ExecuteInProcessResult, drive_id: str, seconds: float
 ) -> list[AssetOutcome]:
-    checks: dict[str, list[tuple[str, bool]]] = {}
+    checks: dict[str, list[tuple[str, bool, bool]]] = {}
     for ev in result.get_asset_check_evaluations():
-        checks.setdefault(ev.asset_key.to_user_string(), []).append((ev.check_name, ev.passed))
+        is_error = ev.severity == dg.AssetCheckSeverity.ERROR
+        checks.setdefault(ev.asset_key.to_user_string(), []).append(
+            (ev.check_name, ev.passed, is_error)
+        )
     out = []
     for mat in result.get_asset_materialization_events():
         m = mat.materialization
@@ -127,8 +134,10 @@ def _outcomes(
                 key,
                 int(rows.value) if rows is not None else None,
                 str(path.value) if path is not None else "",
-                sum(ok for _, ok in results),
-                [name for name, ok in results if not ok],
+                sum(ok for _, ok, _ in results),
+                [name for name, ok, error in results if not ok and error],
+                [name for name, ok, error in results if not ok and not error],
+                result.success,
                 seconds,
             )
         )
@@ -142,8 +151,10 @@ def _print_summary(outcomes: list[AssetOutcome], out: TextIO) -> None:
             o.drive_id,
             o.asset,
             "" if o.rows is None else str(o.rows),
-            f"{o.checks_passed}/{o.checks_passed + len(o.checks_failed)} passed"
-            + (f" (failed: {', '.join(o.checks_failed)})" if o.checks_failed else ""),
+            f"{o.checks_passed}/{o.checks_passed + len(o.checks_failed) + len(o.checks_warned)}"
+            " passed"
+            + (f", FAILED: {', '.join(o.checks_failed)}" if o.checks_failed else "")
+            + (f", warn: {', '.join(o.checks_warned)}" if o.checks_warned else ""),
             o.path,
         )
         for o in outcomes
@@ -160,8 +171,10 @@ def _print_summary(outcomes: list[AssetOutcome], out: TextIO) -> None:
         )
     n_drives = len({o.drive_id for o in outcomes})
     failed = sum(len(o.checks_failed) for o in outcomes)
+    warned = sum(len(o.checks_warned) for o in outcomes)
     print(
         f"\n  {n_drives} drives, {len(outcomes)} materializations, "
-        f"{sum(o.checks_passed for o in outcomes)} checks passed, {failed} failed",
+        f"{sum(o.checks_passed for o in outcomes)} checks passed, {failed} failed, "
+        f"{warned} warnings",
         file=out,
     )

@@ -57,11 +57,13 @@ def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     assert main(["demo", "--workdir", str(tmp_path), "--minutes", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert "Summary" in out and "2 drives, 2 materializations" in out and "0 failed" in out
+    assert "Summary" in out and "2 drives, 28 materializations" in out and " 0 failed" in out
+    assert "normalized_lidar_points" in out
     assert "dagster dev -w workspace.yaml" in out
-    lake = tmp_path / "lake" / "raw" / "manifest"
-    df = pl.read_parquet(str(lake) + "/", hive_schema={"drive": pl.String})
-    assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}
+    for table in ("raw/manifest", "normalized/imu", "normalized/streams"):
+        df = pl.read_parquet(str(tmp_path / "lake" / table) + "/", hive_schema={"drive": pl.String})
+        assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}, table
+    assert len(list((tmp_path / "lake" / "reports").glob("drive=*/normalized.html"))) == 2
     assert (tmp_path / "dagster_home" / "dagster.yaml").exists()
 
 

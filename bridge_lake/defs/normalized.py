@@ -1,0 +1,162 @@
+"""normalized_*: every sensor table of a drive on the master clock, with quality checks.
+
+One multi-asset because one pass over a drive's raw files feeds every table (an ADTF file
+holds all sensors); each table is still its own asset with its own checks in the UI.
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.partitions import drives
+from bridge_lake.defs.raw import raw_manifest
+from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.detect import RECORDING_FORMATS
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import Lake
+from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, RAW_DRIVES, RAW_MANIFEST, STREAMS
+from bridge_lake.normalize import quality
+from bridge_lake.normalize.drive import covered, normalize_drive
+from bridge_lake.normalize.report import render_report
+from bridge_lake.normalize.sink import NormalizeResult
+
+PREFIX = "normalized_"
+
+
+def asset_name(table: str) -> str:
+    return f"{PREFIX}{table}"
+
+
+REPORT_PATH = "reports/drive={drive}/normalized.html"
+
+
+def write_report(store: Lake, drive: str, result: NormalizeResult, findings: list) -> str:
+    """Render the drive's HTML report and store it in the lake; returns its URL."""
+    gnss = store.read_partition("normalized", "gnss", drive).select(["lat_deg", "lon_deg"])
+    html = render_report(
+        drive,
+        result.streams,
+        lat_deg=gnss.column("lat_deg").to_numpy(zero_copy_only=False).astype(float),
+        lon_deg=gnss.column("lon_deg").to_numpy(zero_copy_only=False).astype(float),
+        findings=findings,
+    )
+    return store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
+
+
+def streams_markdown(result: NormalizeResult) -> str:
+    """The stream catalog as a Markdown table for the asset's page in the UI."""
+    lines = [
+        "| table | stream | read | written | quarantined | rate Hz | gaps | drift ppm |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in result.streams:
+        rate = f"{s.mean_rate_hz:.2f}" if s.mean_rate_hz else ""
+        drift = f"{s.fit.drift_ppm:.2f}" if s.fit else ""
+        gaps = s.order.gaps if s.order else ""
+        lines.append(
+            f"| {s.info.table} | {s.info.stream} | {s.records_read} | "
+            f"{s.rows_written} | {s.rows_quarantined} | {rate} | {gaps} | {drift} |"
+        )
+    return "\n".join(lines)
+
+
+def _check_specs() -> list[dg.AssetCheckSpec]:
+    specs = []
+    for table in quality.SENSOR_TABLE_NAMES:
+        for name, (description, error) in quality.CHECKS.items():
+            specs.append(check_spec(name, asset_name(table), description, blocking=error))
+    for name, (description, error) in quality.CATALOG_CHECKS.items():
+        specs.append(check_spec(name, asset_name(STREAMS.name), description, blocking=error))
+    for name, (description, error) in quality.QUARANTINE_CHECKS.items():
+        specs.append(check_spec(name, asset_name(QUARANTINE.name), description, blocking=error))
+    return specs
+
+
+@dg.multi_asset(
+    name="normalized",
+    partitions_def=drives,
+    group_name="normalized",
+    can_subset=False,
+    specs=[
+        dg.AssetSpec(
+            asset_name(name),
+            deps=[raw_manifest.key],
+            description=spec.description,
+            kinds={"parquet"},
+            group_name="normalized",
+            metadata={"table": f"normalized/{name}"},
+        )
+        for name, spec in NORMALIZED.items()
+    ],
+    check_specs=_check_specs(),
+    op_tags={"bridge_lake/heavy": "true"},
+)
+def normalized(
+    context: dg.AssetExecutionContext, lake: LakeResource, landing: LandingZoneResource
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    drive = context.partition_key
+    store = lake.get()
+    meta = store.read_partition("raw", RAW_DRIVES.name, drive)
+    source = meta.column("source")[0].as_py()
+    if source is None:
+        raise BridgeLakeError(f"drive {drive}: drive.yaml has no valid source")
+    manifest = store.read_partition("raw", RAW_MANIFEST.name, drive)
+    is_recording = pc.and_(
+        pc.is_in(manifest.column("format"), value_set=pa.array(RECORDING_FORMATS)),
+        pc.is_null(manifest.column("problem")),
+    )
+    recordings = manifest.filter(is_recording).column("path").to_pylist()
+    result = normalize_drive(landing.get(), store, drive, source)
+    context.log.info(
+        f"drive {drive}: {len(result.streams)} streams, "
+        f"{sum(result.table_rows.values())} rows, {result.quarantined} quarantined"
+    )
+
+    source_files = {s.info.source_file for s in result.streams if s.rows_written}
+    lost = sorted(f for f in recordings if not covered(f, source_files))
+    findings = [
+        *(
+            f
+            for t in quality.SENSOR_TABLE_NAMES
+            for f in quality.sensor_table_findings(t, result.streams)
+        ),
+        *quality.catalog_findings(result.streams, len(recordings), lost),
+        *quality.quarantine_findings(result.streams),
+    ]
+    report = write_report(store, drive, result, findings)
+    for name, spec in NORMALIZED.items():
+        files = result.table_files[name]
+        streams = [s.info.stream for s in result.streams if s.info.table == name]
+        yield dg.MaterializeResult(
+            asset_key=asset_name(name),
+            metadata={
+                "dagster/row_count": result.table_rows[name],
+                "dagster/uri": store.url(files[0]),
+                "dagster/column_schema": dg.TableSchema(
+                    columns=[dg.TableColumn(f.name, str(f.type)) for f in spec.schema]
+                ),
+                "path": dg.MetadataValue.path(store.url(files[0])),
+                "parts": len(files),
+                "streams": dg.MetadataValue.json(streams),
+                "report": dg.MetadataValue.path(report),
+                **(
+                    {"summary": dg.MetadataValue.md(streams_markdown(result))}
+                    if name == STREAMS.name
+                    else {}
+                ),
+            },
+        )
+    for f in findings:
+        yield dg.AssetCheckResult(
+            asset_key=asset_name(f.table),
+            check_name=f.check,
+            passed=f.passed,
+            severity=dg.AssetCheckSeverity.ERROR if f.error else dg.AssetCheckSeverity.WARN,
+            metadata={
+                k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v
+                for k, v in f.metadata.items()
+            },
+        )

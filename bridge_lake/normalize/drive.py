@@ -1,0 +1,46 @@
+"""Normalize one drive: pick the source's normalizer, run it into a sink, publish."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import Lake
+from bridge_lake.landing import LandingZone
+from bridge_lake.normalize.adtf import normalize_adtf
+from bridge_lake.normalize.nclt import normalize_nclt
+from bridge_lake.normalize.sink import DriveSink, NormalizeResult
+
+Normalizer = Callable[[Path, DriveSink], None]
+NORMALIZERS: dict[str, Normalizer] = {"nclt": normalize_nclt, "adtf": normalize_adtf}
+"""drive.yaml `source` → the function that maps its files onto the normalized tables."""
+
+
+def normalize_drive(
+    landing: LandingZone,
+    lake: Lake,
+    drive_id: str,
+    source: str,
+    *,
+    normalizers: Mapping[str, Normalizer] | None = None,
+) -> NormalizeResult:
+    normalizers = NORMALIZERS if normalizers is None else normalizers
+    try:
+        normalizer = normalizers[source]
+    except KeyError:
+        raise BridgeLakeError(
+            f"drive {drive_id}: no normalizer for source {source!r} "
+            f"(known: {', '.join(sorted(normalizers))})"
+        ) from None
+    with landing.local_drive(drive_id) as local, DriveSink(lake, drive_id) as sink:
+        normalizer(local, sink)
+        return sink.finish()
+
+
+def covered(recording: str, source_files: set[str]) -> bool:
+    """A recording file is covered by a stream whose source_file is the file itself or a
+    folder prefix ending in `/` (NCLT scan and image folders hold thousands of files)."""
+    if recording in source_files:
+        return True
+    return any(s.endswith("/") and recording.startswith(s) for s in source_files)
