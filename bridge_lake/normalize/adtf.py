@@ -49,10 +49,10 @@ BATCH_BYTES = 16 << 20
 """Batch limits per stream: bound memory (and keep Arrow's 32-bit binary offsets safe)."""
 CHECK_EVERY = 4096
 """Samples dispatched between two looks at the batch sizes."""
-UNMAPPED_TABLE = "can_frames"
-"""Table under which unmapped streams and file problems are *declared* (the sink only lets a
-stream be declared for a sensor table). They never write a row there: all their records go to
-quarantine, and their `source_type` starts with `unmapped:` / `file:` so the catalog says so."""
+UNMAPPED_TABLE = "quarantine"
+"""Unmapped streams, streams whose rule cannot apply and file problems are declared for the
+quarantine table: all their records go there, and their `source_type` starts with
+`unmapped:` / `file:` so the catalog says why."""
 SOURCE_PREFIX = "adtf"
 
 

@@ -51,7 +51,7 @@ CHECKS: dict[str, tuple[str, bool]] = {
 }
 """Checks of every sensor table: name → (description, is ERROR and blocking)."""
 CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
-    "completeness": ("every recording file of the drive produced a stream", True),
+    "completeness": ("every recording file of the drive was read into some stream", True),
     "clock_drift": (f"device clocks drift less than {DRIFT_LIMIT_PPM:g} ppm", False),
 }
 QUARANTINE_CHECKS: dict[str, tuple[str, bool]] = {

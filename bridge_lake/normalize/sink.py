@@ -97,7 +97,9 @@ class DriveSink:
     # --- what normalizers call ----------------------------------------------------------
 
     def declare(self, info: StreamInfo) -> StreamStats:
-        if info.table not in NORMALIZED or info.table in (STREAMS.name, QUARANTINE.name):
+        """Announce a stream. `table="quarantine"` declares a stream that has no table to go
+        to (an unmapped ADTF stream, an unreadable file): all its records are quarantined."""
+        if info.table not in NORMALIZED or info.table == STREAMS.name:
             raise BridgeLakeError(f"stream {info.stream!r}: unknown sensor table {info.table!r}")
         key = (info.stream, info.table)
         if key in self._streams:
@@ -120,6 +122,8 @@ class DriveSink:
         types are cast to the table schema, so normalizers only build what they know.
         """
         stats = self._stats(stream, table)
+        if table == QUARANTINE.name:
+            raise BridgeLakeError(f"stream {stream!r}: use quarantine() for quarantined records")
         spec = NORMALIZED[table]
         batch = conform(data, spec.schema, stream=stream)
         if batch.num_rows == 0:

@@ -441,7 +441,7 @@ def test_rule_naming_missing_element_quarantines_the_stream(small, tmp_path):
     path, _, _, vendor = small
     text = CAN_ONLY.replace("ui8Length", "ui8Len")
     lake, result = _normalize(tmp_path, path.parent, parse_mapping(text))
-    s = _stats(result, "can_chassis", "can_frames")
+    s = _stats(result, "can_chassis", "quarantine")
     assert (s.rows_written, s.rows_quarantined) == (0, len(vendor["can_chassis"]))
     q = _table(lake, "quarantine", "can_chassis")
     assert q.column("reason")[0].as_py() == (

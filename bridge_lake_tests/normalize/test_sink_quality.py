@@ -208,3 +208,16 @@ def test_failure_before_finish_publishes_nothing(tmp_path):
             sink.write("imu0", "imu", _imu(10))
             raise RuntimeError("reader crashed")
     assert not lake.has_partition("normalized", "imu", "d1")
+
+
+def test_streams_without_a_table_are_declared_for_quarantine(tmp_path):
+    def feed(s):
+        s.read("mystery", "quarantine", 2)
+        s.quarantine("mystery", "quarantine", source_file="x.dat", reasons=["unmapped"] * 2)
+        with pytest.raises(BridgeLakeError, match="use quarantine"):
+            s.write("mystery", "quarantine", _imu(1))
+
+    _, result = _run(tmp_path, feed, StreamInfo("mystery", "quarantine", "x.dat", "unmapped:x"))
+    (stats,) = result.streams
+    assert stats.conserved and stats.rows_quarantined == 2
+    assert not quality.quarantine_findings(result.streams)[0].passed
