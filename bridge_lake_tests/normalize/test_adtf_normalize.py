@@ -484,7 +484,7 @@ def test_real_files_nothing_lost(real):
 
 def test_real_adtf2_ddl_stream_unmapped_by_default(real):
     lake, result = real
-    s = _stats(result, "test_serialize", "can_frames")
+    s = _stats(result, "test_serialize", "quarantine")
     assert (s.records_read, s.rows_quarantined, s.rows_written) == (1000, 1000, 0)
     q = _table(lake, "quarantine", "test_serialize")
     assert set(q.column("reason").to_pylist()) == {
