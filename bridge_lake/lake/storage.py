@@ -9,9 +9,12 @@ them were uploaded (commit last), then stale parts are deleted.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import posixpath
 import secrets
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +33,10 @@ DEFAULT_ROWS_PER_PART = 4_000_000
 rewrite, and the unit in which a writer flushes to storage."""
 DEFAULT_ROW_GROUP_ROWS = 262_144
 """Row groups of 256 Ki rows: time statistics per group let scans skip by time."""
+ROW_GROUP_BYTES = 64 << 20
+"""...or 64 MiB, whichever comes first: camera frames must not pile up 256 Ki images."""
+STAGING_MAX_AGE_S = 24 * 3600
+"""Staging folders older than this belong to dead runs and are swept."""
 
 
 def is_local_url(root: str) -> bool:
@@ -45,6 +52,25 @@ def resolve_root(
     if is_local_url(root):
         base = os.path.abspath(base)
     return fs, base.rstrip("/")
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE): a reader sees the old
+    partition or the new one, never none. False where the system cannot do it."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), b)
 
 
 def parquet_encodings(schema: pa.Schema) -> dict[str, Any]:
@@ -173,6 +199,20 @@ class Lake:
             self.fs.pipe_file(target, data)  # one PUT: atomic on object stores
         return target
 
+    def sweep_staging(self, max_age_s: float = STAGING_MAX_AGE_S) -> list[str]:
+        """Delete scratch left by killed runs (local lakes; object stores expire it by a
+        lifecycle rule on `_staging/`, as they have no folder times)."""
+        root = posixpath.join(self.base, paths.STAGING_DIR)
+        if not self.is_local or not os.path.isdir(root):
+            return []
+        cutoff = time.time() - max_age_s
+        swept = []
+        for entry in os.scandir(root):
+            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                self.fs.rm(entry.path, recursive=True)
+                swept.append(entry.path)
+        return swept
+
     def _new_staging_dir(self) -> str:
         return posixpath.join(self.base, paths.STAGING_DIR, secrets.token_hex(8))
 
@@ -203,8 +243,12 @@ class PartitionWriter:
         self._file: Any = None
         self._writer: pq.ParquetWriter | None = None
         self._rows_in_part = 0
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
         self.rows_written = 0
         self.published: list[str] = []
+        self._closed = False
         self._done = False
 
     def __enter__(self) -> PartitionWriter:
@@ -222,8 +266,9 @@ class PartitionWriter:
             self.abort()
 
     def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
-        """Append rows; a part is closed and a new one started every `rows_per_part` rows."""
-        if self._done:
+        """Append rows. Small batches are gathered into row groups of `row_group_rows` rows
+        (or ROW_GROUP_BYTES); a new part starts every `rows_per_part` rows."""
+        if self._closed:
             raise BridgeLakeError(f"writer for {self._target} is already closed")
         batches = (
             data.to_batches()
@@ -236,28 +281,31 @@ class PartitionWriter:
                     [batch.column(n).cast(self._schema.field(n).type) for n in self._schema.names],
                     schema=self._schema,
                 )
-            offset = 0
-            while offset < batch.num_rows:
-                if self._writer is None:
-                    self._open_part()
-                take = min(batch.num_rows - offset, self._rows_per_part - self._rows_in_part)
-                assert self._writer is not None
-                self._writer.write_batch(
-                    batch.slice(offset, take), row_group_size=self._row_group_rows
-                )
-                offset += take
-                self._rows_in_part += take
-                self.rows_written += take
-                if self._rows_in_part >= self._rows_per_part:
-                    self._close_part()
+            if batch.num_rows == 0:
+                continue
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            self._pending_bytes += batch.nbytes
+            if self._pending_bytes >= ROW_GROUP_BYTES:
+                self._flush()
+            elif self._pending_rows >= self._row_group_rows:
+                self._flush(keep_remainder=True)
 
-    def commit(self) -> list[str]:
-        """Publish the staged parts as the partition, replacing what was there."""
-        if self._done:
-            return self.published
+    def close(self) -> None:
+        """Finish every staged part without publishing (see `publish`)."""
+        if self._closed:
+            return
+        self._flush()
         if self._writer is None and not self._parts:
             self._open_part()  # an empty partition still has a file: its schema is data too
         self._close_part()
+        self._closed = True
+
+    def publish(self) -> list[str]:
+        """Make the staged parts the partition, replacing what was there."""
+        if self._done:
+            return self.published
+        self.close()
         if self._lake.is_local:
             self._publish_local()
         else:
@@ -265,11 +313,16 @@ class PartitionWriter:
         self._done = True
         return self.published
 
+    def commit(self) -> list[str]:
+        """close() and publish()."""
+        return self.publish()
+
     def abort(self) -> None:
         """Drop everything staged; the published partition stays as it was."""
         if self._done:
             return
-        self._done = True
+        self._done = self._closed = True
+        self._pending.clear()
         if self._writer is not None:
             try:
                 self._writer.close()
@@ -280,6 +333,34 @@ class PartitionWriter:
             self._fs.rm(self._staging, recursive=True)
 
     # --- internals ----------------------------------------------------------------------
+
+    def _flush(self, *, keep_remainder: bool = False) -> None:
+        """Write the gathered batches as row groups, splitting at part boundaries; with
+        `keep_remainder` the rows short of a full row group wait for the next batches."""
+        if not self._pending:
+            return
+        table = pa.Table.from_batches(self._pending, schema=self._schema)
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        if keep_remainder:
+            full = table.num_rows - table.num_rows % self._row_group_rows
+            rest = table.slice(full).combine_chunks()
+            self._pending = rest.to_batches()
+            self._pending_rows, self._pending_bytes = rest.num_rows, rest.nbytes
+            table = table.slice(0, full)
+        offset = 0
+        while offset < table.num_rows:
+            if self._writer is None:
+                self._open_part()
+            take = min(table.num_rows - offset, self._rows_per_part - self._rows_in_part)
+            assert self._writer is not None
+            self._writer.write_table(
+                table.slice(offset, take).combine_chunks(), row_group_size=self._row_group_rows
+            )
+            offset += take
+            self._rows_in_part += take
+            self.rows_written += take
+            if self._rows_in_part >= self._rows_per_part:
+                self._close_part()
 
     def _open_part(self) -> None:
         path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
@@ -307,13 +388,16 @@ class PartitionWriter:
     def _publish_local(self) -> None:
         parent = posixpath.dirname(self._target)
         os.makedirs(parent, exist_ok=True)
-        old = None
-        if os.path.exists(self._target):
-            old = self._staging + ".old"
-            os.replace(self._target, old)
-        os.replace(self._staging, self._target)
-        if old is not None:
-            self._fs.rm(old, recursive=True)
+        if os.path.exists(self._target) and _exchange(self._staging, self._target):
+            self._fs.rm(self._staging, recursive=True)  # now holds the previous partition
+        else:  # first write, or a filesystem without RENAME_EXCHANGE
+            old = None
+            if os.path.exists(self._target):
+                old = self._staging + ".old"
+                os.replace(self._target, old)
+            os.replace(self._staging, self._target)
+            if old is not None:
+                self._fs.rm(old, recursive=True)
         self.published = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
 
     def _publish_object_store(self) -> None:

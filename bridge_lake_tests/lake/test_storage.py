@@ -181,3 +181,41 @@ def test_s3_landing_zone_local_copy(s3_options, s3_bucket):
         assert (local / "a" / "gps.csv").read_bytes() == b"1,2\n"
         assert (local / "b.dat").read_bytes() == b"x"
     assert not local.exists()
+
+
+def test_small_writes_are_gathered_into_row_groups(tmp_path):
+    import pyarrow.parquet as pq
+
+    lake = Lake(str(tmp_path))
+    with lake.partition_writer("raw", "t", "d", _table(0).schema, row_group_rows=25) as w:
+        for i in range(10):
+            w.write(_table(10, offset=i * 10))
+    (part,) = lake.partition_files("raw", "t", "d")
+    meta = pq.ParquetFile(part).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [25, 25, 25, 25]
+    assert lake.read_partition("raw", "t", "d").column("time_ns").to_pylist() == list(range(100))
+
+
+def test_replacing_a_partition_is_one_atomic_swap(tmp_path, monkeypatch):
+    """With RENAME_EXCHANGE there is no moment without a partition: no two-step rename."""
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(5))
+
+    def no_two_step(*args):
+        raise AssertionError("partition was moved away before the new one was in place")
+
+    monkeypatch.setattr(os, "replace", no_two_step)
+    lake.write_partition("raw", "t", "d", _table(7))
+    assert lake.read_partition("raw", "t", "d").num_rows == 7
+    assert not os.listdir(tmp_path / "_staging")
+
+
+def test_sweep_staging_removes_only_old_scratch(tmp_path):
+    lake = Lake(str(tmp_path))
+    lake.write_partition("raw", "t", "d", _table(1))
+    old, fresh = tmp_path / "_staging" / "dead", tmp_path / "_staging" / "alive"
+    old.mkdir()
+    fresh.mkdir()
+    os.utime(old, (1e9, 1e9))
+    assert lake.sweep_staging() == [str(old)]
+    assert fresh.exists() and not old.exists()
