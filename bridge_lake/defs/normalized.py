@@ -7,6 +7,7 @@ holds all sensors); each table is still its own asset with its own checks in the
 from collections.abc import Iterator
 
 import dagster as dg
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,16 +34,29 @@ def asset_name(table: str) -> str:
 REPORT_PATH = "reports/drive={drive}/normalized.html"
 
 
+def drive_findings(result: NormalizeResult, recordings: list[str]) -> list[quality.Finding]:
+    """Every check of the normalized layer for one drive, from the sink's figures."""
+    # a file is accounted for when its records were read (written or quarantined: the
+    # quarantine_share check flags files that only produced quarantine)
+    source_files = {s.info.source_file for s in result.streams if s.records_read}
+    lost = sorted(f for f in recordings if not covered(f, source_files))
+    return [
+        *(
+            f
+            for t in quality.SENSOR_TABLE_NAMES
+            for f in quality.sensor_table_findings(t, result.streams)
+        ),
+        *quality.catalog_findings(result.streams, len(recordings), lost),
+        *quality.quarantine_findings(result.streams),
+    ]
+
+
 def write_report(store: Lake, drive: str, result: NormalizeResult, findings: list) -> str:
     """Render the drive's HTML report and store it in the lake; returns its URL."""
-    gnss = store.read_partition("normalized", "gnss", drive).select(["lat_deg", "lon_deg"])
-    html = render_report(
-        drive,
-        result.streams,
-        lat_deg=gnss.column("lat_deg").to_numpy(zero_copy_only=False).astype(float),
-        lon_deg=gnss.column("lon_deg").to_numpy(zero_copy_only=False).astype(float),
-        findings=findings,
-    )
+    track = [t for s in result.streams for t in s.track]
+    lat = np.concatenate([t[0] for t in track]) if track else np.empty(0)
+    lon = np.concatenate([t[1] for t in track]) if track else np.empty(0)
+    html = render_report(drive, result.streams, lat_deg=lat, lon_deg=lon, findings=findings)
     return store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
 
 
@@ -87,6 +101,7 @@ def _check_specs() -> list[dg.AssetCheckSpec]:
             description=spec.description,
             kinds={"parquet"},
             group_name="normalized",
+            skippable=True,  # not materialized when a blocking check rejects the drive
             metadata={"table": f"normalized/{name}"},
         )
         for name, spec in NORMALIZED.items()
@@ -99,6 +114,7 @@ def normalized(
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     drive = context.partition_key
     store = lake.get()
+    store.sweep_staging()
     meta = store.read_partition("raw", RAW_DRIVES.name, drive)
     source = meta.column("source")[0].as_py()
     if source is None:
@@ -109,27 +125,24 @@ def normalized(
         pc.is_null(manifest.column("problem")),
     )
     recordings = manifest.filter(is_recording).column("path").to_pylist()
-    result = normalize_drive(landing.get(), store, drive, source)
+    findings: list[quality.Finding] = []
+
+    def audit(staged: NormalizeResult) -> bool:
+        findings.extend(drive_findings(staged, recordings))
+        return all(f.passed for f in findings if f.error)
+
+    result, published = normalize_drive(landing.get(), store, drive, source, audit=audit)
     context.log.info(
         f"drive {drive}: {len(result.streams)} streams, "
         f"{sum(result.table_rows.values())} rows, {result.quarantined} quarantined"
     )
-
-    # a file is accounted for when its records were read (written or quarantined: the
-    # quarantine_share check flags files that only produced quarantine)
-    source_files = {s.info.source_file for s in result.streams if s.records_read}
-    lost = sorted(f for f in recordings if not covered(f, source_files))
-    findings = [
-        *(
-            f
-            for t in quality.SENSOR_TABLE_NAMES
-            for f in quality.sensor_table_findings(t, result.streams)
-        ),
-        *quality.catalog_findings(result.streams, len(recordings), lost),
-        *quality.quarantine_findings(result.streams),
-    ]
     report = write_report(store, drive, result, findings)
-    for name, spec in NORMALIZED.items():
+    if not published:
+        context.log.error(
+            f"drive {drive}: blocking checks failed; tables not published, the previous "
+            f"partitions stay. Report: {report}"
+        )
+    for name, spec in NORMALIZED.items() if published else ():
         files = result.table_files[name]
         streams = [s.info.stream for s in result.streams if s.info.table == name]
         yield dg.MaterializeResult(

@@ -314,6 +314,7 @@ STREAMS = TableSpec(
         Column("clock_drift_ppm", F64, "device clock fit: drift [ppm]"),
         Column("clock_residual_ns", F64, "device clock fit: RMS residual"),
         Column("clock_outliers", pa.int64(), "samples the robust fit excluded"),
+        Column("clock_fit_error", pa.string(), "why no clock fit was possible (if device times)"),
     ),
 )
 

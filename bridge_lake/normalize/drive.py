@@ -24,7 +24,13 @@ def normalize_drive(
     source: str,
     *,
     normalizers: Mapping[str, Normalizer] | None = None,
-) -> NormalizeResult:
+    audit: Callable[[NormalizeResult], bool] | None = None,
+) -> tuple[NormalizeResult, bool]:
+    """Normalize a drive into staging, let `audit` judge the figures, publish if it agrees.
+
+    Returns the result and whether it was published; a rejected drive keeps its previous
+    partitions, so readers never see tables that failed a blocking check.
+    """
     normalizers = NORMALIZERS if normalizers is None else normalizers
     try:
         normalizer = normalizers[source]
@@ -35,7 +41,11 @@ def normalize_drive(
         ) from None
     with landing.local_drive(drive_id) as local, DriveSink(lake, drive_id) as sink:
         normalizer(local, sink)
-        return sink.finish()
+        result = sink.stage()
+        if audit is not None and not audit(result):
+            sink.abort()
+            return result, False
+        return sink.publish(result), True
 
 
 def covered(recording: str, source_files: set[str]) -> bool:

@@ -54,6 +54,8 @@ class StreamStats:
     fit: clock.ClockFit | None = None
     fit_error: str | None = None
     violations: dict[str, int] = field(default_factory=dict)
+    track: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    """GNSS streams: (lat_deg, lon_deg) per batch, for the report's map (16 B a fix)."""
 
     @property
     def conserved(self) -> bool:
@@ -61,11 +63,11 @@ class StreamStats:
 
     @property
     def first_time_ns(self) -> int | None:
-        return int(self.times[0][0]) if self.times else None
+        return int(min(t.min() for t in self.times)) if self.times else None
 
     @property
     def last_time_ns(self) -> int | None:
-        return int(self.times[-1][-1]) if self.times else None
+        return int(max(t.max() for t in self.times)) if self.times else None
 
     @property
     def mean_rate_hz(self) -> float | None:
@@ -91,7 +93,7 @@ class DriveSink:
         self._drive = drive_id
         self._writers: dict[str, PartitionWriter] = {}
         self._streams: dict[tuple[str, str], StreamStats] = {}
-        self._quarantine: list[pa.RecordBatch] = []
+        self._quarantined = 0
         self._finished = False
 
     # --- what normalizers call ----------------------------------------------------------
@@ -134,14 +136,16 @@ class DriveSink:
                 sensor = batch.column("sensor_time_ns")
                 if sensor.null_count == 0:
                     stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
+        if table == "gnss":
+            stats.track.append(
+                tuple(  # type: ignore[arg-type]
+                    batch.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
+                    for c in ("lat_deg", "lon_deg")
+                )
+            )
         for name, n in value_violations(table, batch).items():
             stats.violations[name] = stats.violations.get(name, 0) + n
-        writer = self._writers.get(table)
-        if writer is None:
-            writer = self._writers[table] = self._lake.partition_writer(
-                "normalized", table, self._drive, spec.schema
-            )
-        writer.write(batch)
+        self._writer(table).write(batch)
         stats.rows_written += batch.num_rows
 
     def quarantine(
@@ -170,7 +174,7 @@ class DriveSink:
             return out
 
         raws = [None if r is None else bytes(r[:QUARANTINE_RAW_CAP]) for r in col(raw)]
-        self._quarantine.append(
+        self._writer(QUARANTINE.name).write(
             pa.RecordBatch.from_pydict(
                 {
                     "stream": [stream] * n,
@@ -186,42 +190,49 @@ class DriveSink:
             )
         )
         self._stats(stream, table).rows_quarantined += n
+        self._quarantined += n
 
     # --- publishing ---------------------------------------------------------------------
 
     def finish(self) -> NormalizeResult:
-        """Compute stream facts, write streams + quarantine, publish every table."""
+        """stage() and publish(): for callers that need no audit in between."""
+        return self.publish(self.stage())
+
+    def stage(self) -> NormalizeResult:
+        """Compute the stream facts and stage every table, the catalog and the quarantine.
+
+        Nothing is visible yet: the caller looks at the result (the checks) and then calls
+        `publish()`, or `abort()` to keep the previous partitions (write, audit, publish).
+        """
         if self._finished:
             raise BridgeLakeError("sink already finished")
         self._finished = True
         for stats in self._streams.values():
             _analyse(stats)
-        files: dict[str, list[str]] = {}
-        rows: dict[str, int] = {}
         try:
-            for name, spec in NORMALIZED.items():
-                if name == STREAMS.name:
-                    data = self._streams_table()
-                elif name == QUARANTINE.name:
-                    data = (
-                        pa.Table.from_batches(self._quarantine, schema=spec.schema)
-                        if self._quarantine
-                        else spec.schema.empty_table()
-                    )
-                else:
-                    data = None
-                writer = self._writers.pop(name, None) or self._lake.partition_writer(
-                    "normalized", name, self._drive, spec.schema
-                )
-                if data is not None:
-                    writer.write(data)
-                files[name] = writer.commit()
-                rows[name] = writer.rows_written
+            self._writer(STREAMS.name).write(self._streams_table())
+            for name in NORMALIZED:
+                self._writer(name).close()
         except BaseException:
             self.abort()
             raise
-        quarantined = sum(b.num_rows for b in self._quarantine)
-        return NormalizeResult(list(self._streams.values()), rows, files, quarantined)
+        rows = {name: self._writers[name].rows_written for name in NORMALIZED}
+        return NormalizeResult(list(self._streams.values()), rows, {}, self._quarantined)
+
+    def publish(self, result: NormalizeResult) -> NormalizeResult:
+        """Make every staged table the drive's partition; returns `result` with its files.
+
+        Tables are swapped in one after the other, each atomically.
+        """
+        if not self._finished:
+            raise BridgeLakeError("publish() before stage()")
+        try:
+            files = {name: self._writers[name].publish() for name in NORMALIZED}
+        except BaseException:
+            self.abort()
+            raise
+        self._writers.clear()
+        return NormalizeResult(result.streams, result.table_rows, files, result.quarantined)
 
     def abort(self) -> None:
         for writer in self._writers.values():
@@ -236,6 +247,14 @@ class DriveSink:
             self.abort()
 
     # --- internals ----------------------------------------------------------------------
+
+    def _writer(self, table: str) -> PartitionWriter:
+        writer = self._writers.get(table)
+        if writer is None:
+            writer = self._writers[table] = self._lake.partition_writer(
+                "normalized", table, self._drive, NORMALIZED[table].schema
+            )
+        return writer
 
     def _stats(self, stream: str, table: str) -> StreamStats:
         try:
@@ -270,6 +289,7 @@ class DriveSink:
                 "clock_drift_ppm": fit.drift_ppm if fit else None,
                 "clock_residual_ns": fit.residual_rms_ns if fit else None,
                 "clock_outliers": fit.outliers if fit else None,
+                "clock_fit_error": s.fit_error,
             }
             for k, v in values.items():
                 cols[k].append(v)
@@ -283,10 +303,12 @@ def _analyse(stats: StreamStats) -> None:
         expected = stats.info.expected_rate_hz
         threshold = int(clock.GAP_FACTOR * clock.NS_PER_S / expected) if expected else None
         stats.order = clock.time_order(times, gap_threshold_ns=threshold)
-        if stats.sensor_times and sum(len(a) for a in stats.sensor_times) == len(times):
-            sensor = np.concatenate(stats.sensor_times)
+        fitted = sum(len(a) for a in stats.sensor_times)
+        if fitted and fitted != len(times):
+            stats.fit_error = f"device time missing on {len(times) - fitted} of {len(times)} rows"
+        elif fitted:
             try:
-                stats.fit = clock.fit_clock(sensor, times)
+                stats.fit = clock.fit_clock(np.concatenate(stats.sensor_times), times)
             except clock.ClockError as exc:
                 stats.fit_error = str(exc)
         stats.sensor_times = []

@@ -76,9 +76,20 @@ def test_lost_records_fail_the_blocking_conservation_check(landing, tmp_path, mo
         stats = next(iter(sink._streams.values()))
         stats.records_read += 5  # five records that went nowhere
 
+    lake_root = tmp_path / "lake"
+    assert _materialize(root, lake_root, nclt).success
+    imu = lake_root / "normalized" / "imu" / f"drive={nclt}" / "part-00000.parquet"
+    published = imu.read_bytes()
     monkeypatch.setitem(drive_module.NORMALIZERS, "nclt", lossy)
-    result = _materialize(root, tmp_path / "lake", nclt)
+    result = _materialize(root, lake_root, nclt)
     assert not result.success
+    # write-audit-publish: the rejected run left the previous tables in place
+    assert imu.read_bytes() == published
+    assert not [
+        m
+        for m in result.get_asset_materialization_events()
+        if m.asset_key.to_user_string().startswith("normalized_")
+    ]
     conservation = [
         e
         for e in result.get_asset_check_evaluations()
@@ -86,3 +97,24 @@ def test_lost_records_fail_the_blocking_conservation_check(landing, tmp_path, mo
     ]
     assert len(conservation) == 1
     assert conservation[0].severity == dg.AssetCheckSeverity.ERROR
+
+
+def test_rematerializing_gives_identical_bytes(landing, tmp_path):
+    root, drive_ids = landing
+    lake_root = tmp_path / "lake"
+
+    def snapshot():
+        return {
+            p.relative_to(lake_root): p.read_bytes()
+            for p in (lake_root / "normalized").rglob("*.parquet")
+        }
+
+    for drive_id in drive_ids:
+        assert _materialize(root, lake_root, drive_id).success
+    first = snapshot()
+    for drive_id in drive_ids:
+        assert _materialize(root, lake_root, drive_id).success
+    second = snapshot()
+    assert len(first) == 2 * len(NORMALIZED)
+    assert first.keys() == second.keys()
+    assert [k for k in first if first[k] != second[k]] == []
