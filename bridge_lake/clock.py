@@ -74,7 +74,8 @@ class ClockFit:
     """
 
     sensor_ref_ns: int
-    offset_ns: float
+    offset_ns: int
+    """master - sensor at `sensor_ref_ns`, integer ns (device clocks may count from boot)."""
     drift_ppm: float
     residual_rms_ns: float
     residual_max_ns: float
@@ -85,8 +86,8 @@ class ClockFit:
         """Device time stamps mapped onto the master clock (int64 ns)."""
         s = np.asarray(sensor_ns, dtype=np.int64)
         dx = (s - self.sensor_ref_ns).astype(np.float64)
-        corr = np.rint(self.offset_ns + self.drift_ppm * 1e-6 * dx).astype(np.int64)
-        return s + corr
+        corr = np.rint(self.drift_ppm * 1e-6 * dx).astype(np.int64)
+        return s + self.offset_ns + corr
 
 
 def fit_clock(sensor_ns: np.ndarray, master_ns: np.ndarray, *, iterations: int = 4) -> ClockFit:
@@ -104,7 +105,10 @@ def fit_clock(sensor_ns: np.ndarray, master_ns: np.ndarray, *, iterations: int =
         raise ClockError("a clock fit needs at least two distinct sensor times")
     ref = int(s[0])
     x = (s - ref).astype(np.float64)
-    d = (m - s).astype(np.float64)  # offsets are small: exact in float64
+    # device clocks may count from boot (master - sensor ≈ 1.7e18): take an integer base
+    # out first so the float part is small and exact
+    base = int(m[0] - s[0])
+    d = ((m - s) - base).astype(np.float64)
     keep = np.ones(s.size, dtype=bool)
     for _ in range(iterations):
         slope, intercept = np.polyfit(x[keep], d[keep], 1)
@@ -120,7 +124,7 @@ def fit_clock(sensor_ns: np.ndarray, master_ns: np.ndarray, *, iterations: int =
     res = d[keep] - (intercept + slope * x[keep])
     return ClockFit(
         sensor_ref_ns=ref,
-        offset_ns=float(intercept),
+        offset_ns=base + round(float(intercept)),
         drift_ppm=float(slope * 1e6),
         residual_rms_ns=float(np.sqrt(np.mean(res**2))),
         residual_max_ns=float(np.abs(res).max()),

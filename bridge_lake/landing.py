@@ -115,7 +115,10 @@ class LandingZone:
         memory, and is removed afterwards.
         """
         if self.is_local:
-            yield Path(self.drive_dir(drive_id))
+            ddir = self.drive_dir(drive_id)
+            for f in self.files(drive_id):
+                self._checked_local(drive_id, f.path)  # readers walk the folder themselves
+            yield Path(ddir)
             return
         with tempfile.TemporaryDirectory(prefix=f"bridge-lake-{drive_id}-") as tmp:
             target = Path(tmp) / drive_id

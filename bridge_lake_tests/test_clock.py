@@ -113,3 +113,13 @@ def test_stable_order_sorts(values):
     out = t if perm is None else t[perm]
     assert np.all(np.diff(out) >= 0)
     assert sorted(values) == out.tolist()
+
+
+def test_fit_of_a_boot_time_device_clock_is_exact():
+    """A device counting from power-on: master - sensor is ~1.7e18 ns."""
+    master = 1_700_000_000_000_000_000 + np.arange(0, 60 * 10**9, 10**7, dtype=np.int64)
+    sensor = master - master[0] + 12_345  # boot clock, no drift
+    fit = clock.fit_clock(sensor, master)
+    assert abs(fit.drift_ppm) < 1e-9
+    assert fit.residual_max_ns < 1
+    assert np.array_equal(fit.to_master(sensor), master)

@@ -310,7 +310,7 @@ STREAMS = TableSpec(
         Column("gaps", pa.int64(), "steps longer than the gap threshold"),
         Column("longest_gap_ns", pa.int64(), "longest step between records"),
         Column("gap_threshold_ns", pa.int64(), "threshold used (5 median periods)"),
-        Column("clock_offset_ns", F64, "device clock fit: master - sensor at first sample"),
+        Column("clock_offset_ns", pa.int64(), "device clock fit: master - sensor at first sample"),
         Column("clock_drift_ppm", F64, "device clock fit: drift [ppm]"),
         Column("clock_residual_ns", F64, "device clock fit: RMS residual"),
         Column("clock_outliers", pa.int64(), "samples the robust fit excluded"),

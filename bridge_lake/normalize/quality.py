@@ -87,8 +87,8 @@ def value_violations(table: str, batch: pa.RecordBatch) -> dict[str, int]:
         lon = batch.column("lon_deg").to_numpy(zero_copy_only=False).astype(np.float64)
         alt = batch.column("alt_m").to_numpy(zero_copy_only=False).astype(np.float64)
         with np.errstate(invalid="ignore"):
-            count("lat_out_of_range", np.abs(lat) > 90)
-            count("lon_out_of_range", np.abs(lon) > 180)
+            count("lat_out_of_range", ~(np.abs(lat) <= 90) & ~np.isnan(lat))  # ±inf too
+            count("lon_out_of_range", ~(np.abs(lon) <= 180) & ~np.isnan(lon))
             count("alt_out_of_range", (alt < ALT_RANGE[0]) | (alt > ALT_RANGE[1]))
     elif table == "imu":
         with np.errstate(invalid="ignore"):
@@ -101,8 +101,8 @@ def value_violations(table: str, batch: pa.RecordBatch) -> dict[str, int]:
             qn = np.sqrt(sum(c**2 for c in q))
             count("quaternion_not_unit", np.abs(qn - 1) > QUAT_TOLERANCE)
     elif table == "lidar_points":
-        xyz = [batch.column(a) for a in "xyz"]
-        bad = pc.or_(pc.or_(pc.is_nan(xyz[0]), pc.is_nan(xyz[1])), pc.is_nan(xyz[2]))
+        finite = [pc.is_finite(batch.column(a)) for a in "xyz"]
+        bad = pc.invert(pc.and_(pc.and_(finite[0], finite[1]), finite[2]))
         count("non_finite_point", np.asarray(bad.to_numpy(zero_copy_only=False)))
     elif table == "can_frames":
         dlc = batch.column("dlc").to_numpy(zero_copy_only=False)

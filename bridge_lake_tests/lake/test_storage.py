@@ -219,3 +219,17 @@ def test_sweep_staging_removes_only_old_scratch(tmp_path):
     os.utime(old, (1e9, 1e9))
     assert lake.sweep_staging() == [str(old)]
     assert fresh.exists() and not old.exists()
+
+
+def test_local_drive_refuses_symlinks_out_of_the_drive(tmp_path):
+    outside = tmp_path / "secret.csv"
+    outside.write_text("1,2\n")
+    (tmp_path / "landing" / "d1").mkdir(parents=True)
+    (tmp_path / "landing" / "d1" / "ok.csv").write_text("3\n")
+    zone = LandingZone(str(tmp_path / "landing"))
+    with zone.local_drive("d1") as local:
+        assert (local / "ok.csv").exists()
+    os.symlink(outside, tmp_path / "landing" / "d1" / "gps.csv")
+    with pytest.raises(BridgeLakeError, match="outside drive folder"):
+        with zone.local_drive("d1"):
+            pass

@@ -94,7 +94,9 @@ def test_report_renders_in_headless_chromium(tmp_path):
         "<polyline",
     ):
         assert element in dom, element
-    assert dom.count("<rect") >= 4  # imu split in two segments + gnss + rate bars
+    timeline = dom[dom.index('id="timeline"') : dom.index("</svg>", dom.index('id="timeline"'))]
+    assert timeline.count("<rect") == 3  # imu split at its 3 s hole + one gnss segment
+    assert dom.count("<rect") == 6  # + two rate bars + one drift bar (imu has device time)
     shot = tmp_path / "shot.png"
     subprocess.run(
         [*base, f"--screenshot={shot}", "--window-size=1000,1600", page.as_uri()],

@@ -136,7 +136,7 @@ def test_value_checks_catch_bad_gnss_and_imu(tmp_path):
                     "time_ns": t,
                     "frame_id": ["gps"] * n,
                     "lat_deg": [42.0, 95.0, None, 42.0],
-                    "lon_deg": [-83.0, -83.0, -83.0, 200.0],
+                    "lon_deg": [-83.0, -83.0, float("inf"), 200.0],
                     "alt_m": [270.0, 270.0, 20_000.0, None],
                 }
             ),
@@ -164,7 +164,7 @@ def test_value_checks_catch_bad_gnss_and_imu(tmp_path):
     g = _finding(result, "gnss", "values")
     assert g.metadata["violations"]["gps"] == {
         "lat_out_of_range": 1,
-        "lon_out_of_range": 1,
+        "lon_out_of_range": 2,
         "alt_out_of_range": 1,
     }
     i = _finding(result, "imu", "values")
@@ -221,3 +221,25 @@ def test_streams_without_a_table_are_declared_for_quarantine(tmp_path):
     (stats,) = result.streams
     assert stats.conserved and stats.rows_quarantined == 2
     assert not quality.quarantine_findings(result.streams)[0].passed
+
+
+def test_non_finite_lidar_points_are_counted():
+    from bridge_lake.lake.schemas import LIDAR_POINTS
+
+    batch = pa.table(
+        {
+            "time_ns": [1, 2, 3],
+            "stream": ["l"] * 3,
+            "scan_id": [0, 0, 0],
+            "x": pa.array([0.0, float("inf"), 1.0], pa.float32()),
+            "y": pa.array([0.0, 0.0, float("nan")], pa.float32()),
+            "z": pa.array([0.0, 0.0, 0.0], pa.float32()),
+        },
+    ).cast(
+        pa.schema(
+            [LIDAR_POINTS.schema.field(n) for n in ("time_ns", "stream", "scan_id", "x", "y", "z")]
+        )
+    )
+    assert quality.value_violations("lidar_points", batch.to_batches()[0]) == {
+        "non_finite_point": 2
+    }
