@@ -180,6 +180,18 @@ class _LidarWriter:
             self.sink.write(self.stream, "lidar_scans", table)
         self.scans = {k: [] for k in s}
 
+    def __enter__(self) -> _LidarWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # failing: let the background write finish before the sink aborts its writers
+        if self.pending is not None:
+            self.pending.exception()
+        self.pool.shutdown(wait=True)
+
     def close(self) -> None:
         """Points first: a scan row is only written once its points are (a crash aborts both)."""
         try:
@@ -209,19 +221,18 @@ def normalize_velodyne_hits(sink: DriveSink, path: Path, rel: str) -> LidarCount
     _declare_lidar(sink, stream, rel)
     counts = LidarCounts()
     report = ScanReport()
-    writer = _LidarWriter(sink, stream, counts)
-    for scan in iter_scans(path, report=report):
-        p = scan.points
-        writer.add(
-            scan.scan_id,
-            scan.start_utime,
-            scan.end_utime,
-            scan.cut,
-            p,
-            p.column("ring").to_numpy(),
-            p.column("time_offset_ns"),
-        )
-    writer.close()
+    with _LidarWriter(sink, stream, counts) as writer:
+        for scan in iter_scans(path, report=report):
+            p = scan.points
+            writer.add(
+                scan.scan_id,
+                scan.start_utime,
+                scan.end_utime,
+                scan.cut,
+                p,
+                p.column("ring").to_numpy(),
+                p.column("time_offset_ns"),
+            )
     skipped = report.hits.skipped
     counts.ring_order = report.ring_order
     counts.skipped_ranges = len(skipped)
@@ -267,38 +278,39 @@ def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCount
     rel = _folder(session, session.scans)
     _declare_lidar(sink, stream, rel)
     counts = LidarCounts()
-    writer = _LidarWriter(sink, stream, counts)
     paths, utimes = _by_name_utime(sink, stream, "lidar_scans", session.scans)
     ring_lut: np.ndarray | None = None
-    for index, (path, utime) in enumerate(zip(paths, utimes.tolist(), strict=True)):
-        try:
-            hits = read_velodyne_sync(path)
-        except FormatError as exc:
-            size = path.stat().st_size
-            at = exc.offset or 0
-            sink.read(stream, "lidar_scans", 1)
-            sink.quarantine(
-                stream,
-                "lidar_scans",
-                source_file=source_file(session, path),
-                reasons=[exc.reason],
-                record_index=[index],
-                byte_offset=[at],
-                byte_length=[size - at],
-                raw=[_head(path, at, size - at)],
+    with _LidarWriter(sink, stream, counts) as writer:
+        for index, (path, utime) in enumerate(zip(paths, utimes.tolist(), strict=True)):
+            try:
+                hits = read_velodyne_sync(path)
+            except FormatError as exc:
+                size = path.stat().st_size
+                at = exc.offset or 0
+                sink.read(stream, "lidar_scans", 1)
+                sink.quarantine(
+                    stream,
+                    "lidar_scans",
+                    source_file=source_file(session, path),
+                    reasons=[exc.reason],
+                    record_index=[index],
+                    byte_offset=[at],
+                    byte_length=[size - at],
+                    raw=[_head(path, at, size - at)],
+                )
+                counts.quarantined_files += 1
+                continue
+            laser = hits.column("laser_id").to_numpy()
+            if ring_lut is None and hits.num_rows:
+                xyz = [hits.column(a).to_numpy() for a in "xyz"]
+                derived = check_ring_order(*xyz, laser)
+                counts.ring_order = "table" if derived is None else "derived"
+                ring_lut = np.full(256, RING_INVALID, dtype=np.uint8)
+                ring_lut[: C.LASER_COUNT] = C.RING_OF_LASER if derived is None else derived
+            ring = ring_lut[laser] if ring_lut is not None else laser
+            writer.add(
+                index, utime, utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32())
             )
-            counts.quarantined_files += 1
-            continue
-        laser = hits.column("laser_id").to_numpy()
-        if ring_lut is None and hits.num_rows:
-            xyz = [hits.column(a).to_numpy() for a in "xyz"]
-            derived = check_ring_order(*xyz, laser)
-            counts.ring_order = "table" if derived is None else "derived"
-            ring_lut = np.full(256, RING_INVALID, dtype=np.uint8)
-            ring_lut[: C.LASER_COUNT] = C.RING_OF_LASER if derived is None else derived
-        ring = ring_lut[laser] if ring_lut is not None else laser
-        writer.add(index, utime, utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32()))
-    writer.close()
     return counts
 
 

@@ -321,7 +321,7 @@ def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) 
     arrays = []
     for f in schema:
         if f.name == "stream" and f.name not in table.column_names:
-            arrays.append(pa.array([stream] * n, pa.string()))
+            arrays.append(pa.repeat(pa.scalar(stream, pa.string()), n))
         elif f.name in table.column_names:
             col = table.column(f.name)
             arrays.append(col.cast(f.type) if col.type != f.type else col)
