@@ -21,6 +21,13 @@ def _tick(instance, landing, cursor=None):
     return landing_zone_sensor(ctx), ctx
 
 
+def _settled(instance, landing, cursor=None):
+    """Two ticks over an unchanged landing zone: the first sees, the second requests."""
+    first, _ = _tick(instance, landing, cursor)
+    assert first.run_requests == [], "a drive is requested only once it has settled"
+    return _tick(instance, landing, first.cursor)[0]
+
+
 def _apply(instance, result):
     for req in result.dynamic_partitions_requests:
         instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
@@ -35,29 +42,43 @@ def instance():
 def test_new_drives_are_added_and_requested(instance, landing):
     make_adtf_drive(landing, "d1")
     make_adtf_drive(landing, "d2")
-    result, _ = _tick(instance, landing)
+    result = _settled(instance, landing)
     assert [r.partition_key for r in result.run_requests] == ["d1", "d2"]
     assert {r.tags[REASON_TAG] for r in result.run_requests} == {"new"}
     assert result.dynamic_partitions_requests[0].partition_keys == ["d1", "d2"]
-    assert set(json.loads(result.cursor)) == {"d1", "d2"}
+    assert set(json.loads(result.cursor)["done"]) == {"d1", "d2"}
     assert all(r.run_key.startswith(f"{r.partition_key}@") for r in result.run_requests)
 
 
 def test_unchanged_drive_is_not_requested_again(instance, landing):
     make_adtf_drive(landing, "d1")
-    first, _ = _tick(instance, landing)
+    first = _settled(instance, landing)
     _apply(instance, first)
-    second, _ = _tick(instance, landing, first.cursor)
-    assert isinstance(second, dg.SkipReason)
+    for _ in range(3):
+        again, _ = _tick(instance, landing, first.cursor)
+        assert again.run_requests == [] and "no new or changed" in again.skip_reason.skip_message
+
+
+def test_drive_still_uploading_waits_until_it_settles(instance, landing):
+    d = make_adtf_drive(landing, "d1")
+    cursor = None
+    for i in range(3):  # a file grows between every tick
+        (d / "upload.dat").write_bytes(b"x" * (i + 1))
+        result, _ = _tick(instance, landing, cursor)
+        assert result.run_requests == []
+        assert "settling" in result.skip_reason.skip_message
+        cursor = result.cursor
+    done, _ = _tick(instance, landing, cursor)  # unchanged since the last tick
+    assert [r.partition_key for r in done.run_requests] == ["d1"]
 
 
 def test_changed_drive_is_requested_again_without_re_adding(instance, landing):
     make_adtf_drive(landing, "d1")
     make_adtf_drive(landing, "d2")
-    first, _ = _tick(instance, landing)
+    first = _settled(instance, landing)
     _apply(instance, first)
     (landing / "d1" / "late_upload.dat").write_bytes(b"more data")
-    second, _ = _tick(instance, landing, first.cursor)
+    second = _settled(instance, landing, first.cursor)
     assert [r.partition_key for r in second.run_requests] == ["d1"]
     req = second.run_requests[0]
     assert req.tags[REASON_TAG] == "changed"
@@ -68,9 +89,9 @@ def test_changed_drive_is_requested_again_without_re_adding(instance, landing):
 
 def test_touched_file_counts_as_change(instance, landing):
     d = make_adtf_drive(landing, "d1")
-    first, _ = _tick(instance, landing)
+    first = _settled(instance, landing)
     os.utime(d / "test_type_seek.dat", (1e9, 1e9))
-    second, _ = _tick(instance, landing, first.cursor)
+    second = _settled(instance, landing, first.cursor)
     assert [r.partition_key for r in second.run_requests] == ["d1"]
 
 
@@ -81,13 +102,13 @@ def test_invalid_folder_names_and_empty_folders_are_ignored(instance, landing):
     (landing / "empty").mkdir()
     (landing / "_tmp_upload").mkdir()
     (landing / "loose_file.dat").write_bytes(b"x")
-    result, _ = _tick(instance, landing)
+    result = _settled(instance, landing)
     assert [r.partition_key for r in result.run_requests] == ["good"]
 
 
 def test_empty_landing_zone_skips(instance, tmp_path):
     result, _ = _tick(instance, tmp_path / "does-not-exist")
-    assert isinstance(result, dg.SkipReason)
+    assert result.run_requests == [] and result.skip_reason is not None
 
 
 def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path):
