@@ -29,6 +29,7 @@ import gc
 import itertools
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import Sample, Stream, open_dat, sniff
 from bridge_lake.formats.adtf.ddl import DDL, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
@@ -261,7 +263,7 @@ def _check_rule(stream: Stream, rule: Rule) -> str | None:
 # jobs
 
 
-class _Job:
+class _Job(ABC):
     """One stream of one file: pending samples, lazy declaration, conservation accounting."""
 
     table = UNMAPPED_TABLE
@@ -274,18 +276,19 @@ class _Job:
         self.pending: list[Sample] = []
         self.declared = False
         self.last_time: int | None = None
-        self.sample_bytes: int | None = None
+        self.pending_bytes = 0
+        self.counted = 0
+        """pending samples already added to pending_bytes (sizes vary: video frames)."""
 
     def full(self) -> bool:
         n = len(self.pending)
-        if not n:
-            return False
-        if self.sample_bytes is None:
-            self.sample_bytes = max(1, len(self.pending[0][4]))
-        return n >= BATCH_SAMPLES or n * self.sample_bytes >= BATCH_BYTES
+        self.pending_bytes += sum(len(s[4]) for s in self.pending[self.counted :])
+        self.counted = n
+        return n >= BATCH_SAMPLES or self.pending_bytes >= BATCH_BYTES
 
+    @abstractmethod
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
-        raise NotImplementedError
+        """The stream(s) this job writes, declared when its first batch is flushed."""
 
     def declare(self, batch: _Batch | None) -> None:
         if not self.declared:
@@ -298,6 +301,7 @@ class _Job:
             return
         batch = _Batch(self.pending, self)
         self.pending.clear()  # in place: the dispatch table holds this list's append
+        self.pending_bytes = self.counted = 0
         self.declare(batch)
         self.sink.read(self.name, self.table, batch.n)
         self.process(batch)
@@ -725,6 +729,8 @@ class _Video(_Job):
                 if size is not None:
                     self.width, self.height = size
         n = batch.n
+        if len(buf) > np.iinfo(np.int32).max:  # pa.binary() offsets are int32
+            raise BridgeLakeError(f"{self.rel}: video batch of {len(buf)} bytes exceeds 2 GiB")
         ends = np.concatenate([offsets, [len(buf)]]).astype(np.int32)
         data = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(ends), pa.py_buffer(buf)])
         cols = {
