@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from bridge_lake.detect import HEAD_BYTES, RECORDING_FORMATS, Detected, detect
-from bridge_lake.drive_meta import DRIVE_YAML, DriveMeta, parse_drive_yaml
+from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, DriveMeta, parse_drive_yaml
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
 from bridge_lake.landing import LandingFile, LandingZone
@@ -126,7 +126,8 @@ def _read_meta(
     if not entry.readable:
         return None, f"{DRIVE_YAML} is unreadable: {entry.error}"
     try:
-        with landing.open(drive_id, DRIVE_YAML) as f:
-            return parse_drive_yaml(f.read(), where=f"{drive_id}/{DRIVE_YAML}"), None
+        with landing.open(drive_id, DRIVE_YAML) as f:  # never more than the size limit + 1
+            text = f.read(MAX_DRIVE_YAML_BYTES + 1)
+        return parse_drive_yaml(text, where=f"{drive_id}/{DRIVE_YAML}"), None
     except BridgeLakeError as exc:
         return None, str(exc)
