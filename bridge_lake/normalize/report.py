@@ -154,7 +154,11 @@ def render_report(
         )
     failed = [f for f in findings if not getattr(f, "passed", True)]
     checks = (
-        "".join(f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}</li>' for f in failed)
+        "".join(
+            f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}'
+            f"{'' if getattr(f, 'error', True) else ' (warning)'}</li>"
+            for f in failed
+        )
         or "<li>all checks passed</li>"
     )
     rates = [
