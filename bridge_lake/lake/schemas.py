@@ -33,11 +33,6 @@ class TableSpec:
             metadata={"bridge_lake.table": f"{self.layer}/{self.name}"},
         )
 
-    @property
-    def key(self) -> list[str]:
-        """The Dagster asset key of the table: layer, then name."""
-        return [self.layer, self.name]
-
 
 RAW_MANIFEST = TableSpec(
     "raw",
