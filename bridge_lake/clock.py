@@ -176,6 +176,15 @@ def time_order(times_ns: np.ndarray, *, gap_threshold_ns: int | None = None) -> 
     )
 
 
+def reorder_count(times_ns: np.ndarray) -> int:
+    """Records that a stable sort moves back: those earlier than some record before them."""
+    t = np.asarray(times_ns, dtype=np.int64)
+    if t.size < 2:
+        return 0
+    running = np.maximum.accumulate(t)
+    return int(np.count_nonzero(t[1:] < running[:-1]))
+
+
 def stable_order(times_ns: np.ndarray) -> np.ndarray | None:
     """The permutation that sorts by time keeping file order among equal times, or None if
     the stream is already in order (the common case costs one pass and no copy)."""

@@ -123,3 +123,9 @@ def test_fit_of_a_boot_time_device_clock_is_exact():
     assert abs(fit.drift_ppm) < 1e-9
     assert fit.residual_max_ns < 1
     assert np.array_equal(fit.to_master(sensor), master)
+
+
+def test_reorder_count_counts_records_a_stable_sort_moves_back():
+    assert clock.reorder_count(np.array([1, 2, 3])) == 0
+    assert clock.reorder_count(np.array([5, 1, 2, 6, 3])) == 3
+    assert clock.reorder_count(np.array([2, 2, 1])) == 1

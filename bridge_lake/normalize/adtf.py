@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import Sample, Stream, open_dat, sniff
 from bridge_lake.formats.adtf.ddl import DDL, static_size
@@ -351,8 +352,7 @@ class _Batch:
             job.last_time = int(t.max()) if prev is None else max(prev, int(t.max()))
         if self.n < 2 or not np.any(t[1:] < t[:-1]):
             return
-        running = np.maximum.accumulate(t)
-        job.sink.reordered(job.name, job.table, int(np.count_nonzero(t[1:] < running[:-1])))
+        job.sink.reordered(job.name, job.table, clock.reorder_count(t))
         order = np.argsort(t, kind="stable")
         self.time_ns = t[order]
         self.raws = [self.raws[i] for i in order.tolist()]

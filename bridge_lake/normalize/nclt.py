@@ -65,7 +65,6 @@ from bridge_lake.normalize.nclt_sensors import (
 from bridge_lake.normalize.nclt_streams import (
     SOURCE_TYPE,
     STREAMS,
-    reorder_count,
     source_file,
     stream_info,
 )
@@ -181,7 +180,7 @@ def _time_sorted(sink: DriveSink, stream: str, table: str, frame: pl.DataFrame) 
     frame = frame.with_columns(pl.Series("time_ns", time_ns, dtype=pl.Int64))
     perm = clock.stable_order(time_ns)
     if perm is not None:
-        sink.reordered(stream, table, reorder_count(time_ns))
+        sink.reordered(stream, table, clock.reorder_count(time_ns))
         frame = frame[perm]
     return frame
 

@@ -45,7 +45,6 @@ from bridge_lake.formats.nclt.velodyne import SkippedRange
 from bridge_lake.lake.schemas import QUARANTINE_RAW_CAP
 from bridge_lake.normalize.nclt_streams import (
     STREAMS,
-    reorder_count,
     source_file,
     stream_info,
 )
@@ -135,7 +134,7 @@ class _LidarWriter:
         batch = pa.RecordBatch.from_pydict(columns)
         perm = clock.stable_order(time_ns)
         if perm is not None:
-            moved = reorder_count(time_ns)
+            moved = clock.reorder_count(time_ns)
             self.sink.reordered(self.stream, "lidar_points", moved)
             self.counts.reordered_points += moved
             batch = batch.take(pa.array(perm))
@@ -265,7 +264,7 @@ def _by_name_utime(
     perm = clock.stable_order(time_ns)
     if perm is None:
         return paths, utime
-    sink.reordered(stream, table, reorder_count(time_ns))
+    sink.reordered(stream, table, clock.reorder_count(time_ns))
     return [paths[i] for i in perm], utime[perm]
 
 
@@ -328,7 +327,7 @@ def normalize_hokuyo(sink: DriveSink, kind: str, path: Path, rel: str) -> Hokuyo
         time_ns = clock.us_to_ns(utime)
         perm = clock.stable_order(time_ns)
         if perm is not None:
-            sink.reordered(kind, table, reorder_count(time_ns))
+            sink.reordered(kind, table, clock.reorder_count(time_ns))
         del utime
     batches = (
         iter_hokuyo(kind, path, batch_records=HOKUYO_BATCH, report=report)

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from bridge_lake.formats.nclt import NcltSession
 from bridge_lake.normalize.sink import StreamInfo
 
@@ -74,12 +72,3 @@ def stream_info(
         topic or spec.topic,
         None if points else spec.rate_hz,
     )
-
-
-def reorder_count(times_ns: np.ndarray) -> int:
-    """Records that a stable sort moves back: those earlier than some record before them."""
-    t = np.asarray(times_ns, dtype=np.int64)
-    if t.size < 2:
-        return 0
-    running = np.maximum.accumulate(t)
-    return int(np.count_nonzero(t[1:] < running[:-1]))
