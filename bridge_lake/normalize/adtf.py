@@ -310,8 +310,9 @@ class _Job(ABC):
     def finish(self) -> None:
         self.declare(None)
 
+    @abstractmethod
     def process(self, batch: _Batch) -> None:
-        raise NotImplementedError
+        """Turn one batch of samples into rows and quarantine entries."""
 
     def quarantine(self, batch: _Batch, idx: np.ndarray, reasons: list[str]) -> None:
         if not len(idx):

@@ -158,7 +158,6 @@ def _mapped_rss_kib(path) -> int:
     return total
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="Linux only")
 def test_sequential_read_releases_pages_behind_it(drive, monkeypatch):
     from bridge_lake.formats.adtf import ifhd
 
