@@ -12,18 +12,15 @@ import hashlib
 import os
 import posixpath
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-import fsspec
+from typing import IO
 
 from bridge_lake.errors import BridgeLakeError, DriveIdError
 from bridge_lake.lake.paths import safe_relative, validate_drive_id
-from bridge_lake.lake.storage import is_local_url, resolve_root
+from bridge_lake.lake.storage import FsRoot
 
 
 @dataclass(frozen=True)
@@ -43,28 +40,15 @@ class LandingScan:
 
 
 @dataclass(frozen=True)
-class LandingZone:
-    root: str
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-
-    @cached_property
-    def _fs_and_base(self) -> tuple[fsspec.AbstractFileSystem, str]:
-        return resolve_root(self.root, self.storage_options)
-
-    @property
-    def fs(self) -> fsspec.AbstractFileSystem:
-        return self._fs_and_base[0]
-
-    @property
-    def is_local(self) -> bool:
-        return is_local_url(self.root)
+class LandingZone(FsRoot):
+    """Where drive folders arrive: a local path or `s3://bucket/prefix`."""
 
     def drive_dir(self, drive_id: str) -> str:
-        return posixpath.join(self._fs_and_base[1], validate_drive_id(drive_id))
+        return posixpath.join(self.base, validate_drive_id(drive_id))
 
     def scan(self) -> LandingScan:
         """All drive folders with a fingerprint each; one listing call per drive."""
-        fs, base = self._fs_and_base
+        fs, base = self.fs, self.base
         drives: dict[str, str] = {}
         rejected: dict[str, str] = {}
         fs.invalidate_cache()  # fsspec instances are cached per process: see new uploads

@@ -90,8 +90,9 @@ def parquet_encodings(schema: pa.Schema) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Lake:
-    """A lake rooted at a local path or an fsspec URL such as `s3://bucket/lake`."""
+class FsRoot:
+    """A folder on a local disk or behind an fsspec URL (`s3://bucket/prefix`), with the
+    options its filesystem needs (endpoint, credentials)."""
 
     root: str
     storage_options: Mapping[str, Any] = field(default_factory=dict)
@@ -114,8 +115,13 @@ class Lake:
         return is_local_url(self.root)
 
     def url(self, path: str) -> str:
-        """A path inside the lake as a URL that DuckDB, polars and users can open."""
+        """A path inside the root as a URL that DuckDB, polars and users can open."""
         return path if self.is_local else f"{self.root.split('://', 1)[0]}://{path}"
+
+
+@dataclass(frozen=True)
+class Lake(FsRoot):
+    """A lake rooted at a local path or an fsspec URL such as `s3://bucket/lake`."""
 
     # --- layout -------------------------------------------------------------------------
 
