@@ -197,9 +197,10 @@ LIDAR_SCANS = TableSpec(
 LIDAR_POINTS = TableSpec(
     "normalized",
     "lidar_points",
-    "Lidar points in the sensor frame, with ring (elevation order) and per-point time.",
+    "Lidar points in the sensor frame, with ring (elevation order). A point's master time is "
+    "its scan's time_ns plus time_offset_ns (view lidar_points_timed); storing it per point "
+    "would cost a column as large as x.",
     (
-        Column("time_ns", pa.int64(), "master time of the point [ns]", nullable=False),
         Column("stream", pa.string(), "source stream", nullable=False),
         Column("scan_id", pa.int64(), "scan (lidar_scans.scan_id)", nullable=False),
         Column("x", F32, "x [m]", nullable=False),

@@ -73,6 +73,15 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(err, os.strerror(err), b)
 
 
+def _fsync(path: str) -> None:
+    """Flush a closed file to disk, so a published partition survives a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def parquet_encodings(schema: pa.Schema) -> dict[str, Any]:
     """Encodings per column: dictionaries for text (stream, frame ids: few distinct values),
     delta for int64 columns (times, ids: small steps), byte-stream-split for floats (sensor
@@ -335,7 +344,8 @@ class PartitionWriter:
             try:
                 self._writer.close()
             finally:
-                self._file.close()
+                if self._file is not None:
+                    self._file.close()
         self._writer = None
         if self._fs.exists(self._staging):
             self._fs.rm(self._staging, recursive=True)
@@ -371,10 +381,12 @@ class PartitionWriter:
                 self._close_part()
 
     def _open_part(self) -> None:
+        """Locally Arrow writes the file itself (C++ I/O, no GIL held while writing, which
+        a Python file object would need for every chunk); object stores go through fsspec."""
         path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
-        self._file = self._fs.open(path, "wb")
+        self._file = None if self._lake.is_local else self._fs.open(path, "wb")
         self._writer = pq.ParquetWriter(
-            self._file,
+            path if self._file is None else self._file,
             self._schema,
             compression="zstd",
             write_statistics=True,
@@ -387,11 +399,12 @@ class PartitionWriter:
         if self._writer is None:
             return
         self._writer.close()
-        if self._lake.is_local:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        self._file.close()
         self._writer = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        else:
+            _fsync(self._parts[-1])
 
     def _publish_local(self) -> None:
         parent = posixpath.dirname(self._target)

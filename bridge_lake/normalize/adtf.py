@@ -649,8 +649,9 @@ class _LidarJob(_StructJob):
 
     The table pair is two declared streams of the same name: lidar_scans counts samples,
     lidar_points counts the points of the samples that decoded (a quarantined sample's points
-    are inside its quarantined record). Points carry the scan's master time; without a
-    per-point time in the payload `end_time_ns` equals the start and `time_offset_ns` is null.
+    are inside its quarantined record). A point's time is its scan's plus `time_offset_ns`;
+    without a per-point time in the payload `end_time_ns` equals the start and the offset is
+    null.
     """
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
@@ -682,10 +683,7 @@ class _LidarJob(_StructJob):
         flat = points.flatten()
         n = int(counts.sum())
         self.sink.read(self.name, "lidar_points", n)
-        pcols: dict = {
-            "time_ns": np.repeat(cols["time_ns"], counts),
-            "scan_id": np.repeat(scan_id, counts),
-        }
+        pcols: dict = {"scan_id": np.repeat(scan_id, counts)}
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
         for fm in self.rule.point_fields:
             pcols[fm.column] = _mapped(flat_table, fm)

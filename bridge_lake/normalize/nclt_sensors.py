@@ -119,9 +119,8 @@ class _LidarWriter:
     ) -> None:
         """One scan: `hits` has utime (µs), x, y, z, intensity; ring and offsets beside it."""
         n = hits.num_rows
-        time_ns = clock.us_to_ns(hits.column("utime").to_numpy())
+        utime = hits.column("utime").to_numpy()
         columns = {
-            "time_ns": pa.array(time_ns),
             "stream": const_strings(self.stream, n),
             "scan_id": pa.array(np.full(n, scan_id, dtype=np.int64)),
             "x": hits.column("x"),
@@ -132,9 +131,9 @@ class _LidarWriter:
             "time_offset_ns": time_offset_ns,
         }
         batch = pa.RecordBatch.from_pydict(columns)
-        perm = clock.stable_order(time_ns)
+        perm = clock.stable_order(utime)
         if perm is not None:
-            moved = clock.reorder_count(time_ns)
+            moved = clock.reorder_count(utime)
             self.sink.reordered(self.stream, "lidar_points", moved)
             self.counts.reordered_points += moved
             batch = batch.take(pa.array(perm))

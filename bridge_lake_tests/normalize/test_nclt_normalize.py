@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from bridge_lake.lake import Lake
+from bridge_lake.lake.query import connect
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.normalize.nclt import NcltReport, normalize_nclt_session
 from bridge_lake.normalize.sink import DriveSink, NormalizeResult
@@ -304,6 +305,10 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     np.testing.assert_array_equal(
         scans.get_column("time_ns").to_numpy(), np.array([r["start_utime"] for r in revs]) * 1000
     )
+    # a point's master time is its scan's start plus its offset (the lidar_points_timed view)
+    points = points.join(scans.select("scan_id", start="time_ns"), on="scan_id").with_columns(
+        time_ns=pl.col("start") + pl.col("time_offset_ns")
+    )
     per_scan = points.group_by("scan_id").agg(
         n=pl.len(),
         t0=pl.col("time_ns").min(),
@@ -320,8 +325,6 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     assert (joined["off_min"] == 0).all()
     assert (joined["off_max"] == joined["end_time_ns"] - joined["time_ns"]).all()
     assert joined["off_max"].max() < 110_000_000  # one revolution is 100 ms
-    with_start = points.join(scans.select("scan_id", start="time_ns"), on="scan_id")
-    assert (with_start["time_offset_ns"] == with_start["time_ns"] - with_start["start"]).all()
     ring = points.get_column("ring")
     assert ring.null_count() == 0 and ring.min() == 0 and ring.max() == 31
     assert set(ring.unique().to_list()) == set(range(32))
@@ -329,6 +332,11 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     utime, hits = _first_packet(clean.session / "velodyne_hits.bin")
     first = points.filter(pl.col("scan_id") == 0).head(len(hits))
     assert (first["time_ns"] == utime * 1000).all()
+    with connect(clean.lake) as con:
+        timed = con.sql(
+            "SELECT time_ns FROM lidar_points_timed WHERE stream = 'velodyne_hits' AND scan_id = 0"
+        ).fetchnumpy()["time_ns"]
+    assert (np.sort(timed)[: len(hits)] == utime * 1000).all()
     for axis, field in zip("xyz", ("f0", "f1", "f2"), strict=True):
         expected = (hits[field].astype(np.float64) * 0.005 - 100.0).astype(np.float32)
         np.testing.assert_array_equal(first.get_column(axis).to_numpy(), expected)
