@@ -15,7 +15,9 @@ import os
 import posixpath
 import secrets
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import TracebackType
@@ -35,6 +37,8 @@ DEFAULT_ROW_GROUP_ROWS = 262_144
 """Row groups of 256 Ki rows: time statistics per group let scans skip by time."""
 ROW_GROUP_BYTES = 64 << 20
 """...or 64 MiB, whichever comes first: camera frames must not pile up 256 Ki images."""
+BUFFERED_PART_BYTES = 128 << 20
+"""A part encoded in the background is held whole in memory until written: at most this."""
 STAGING_MAX_AGE_S = 24 * 3600
 """Staging folders older than this belong to dead runs and are swept."""
 
@@ -175,14 +179,17 @@ class Lake(FsRoot):
         *,
         rows_per_part: int = DEFAULT_ROWS_PER_PART,
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        encode_threads: int = 1,
     ) -> PartitionWriter:
-        """A streaming writer: feed record batches, publish on `commit()` (or leaving `with`)."""
+        """A streaming writer: feed record batches, publish on `commit()` (or leaving `with`).
+        `encode_threads` > 1 encodes parts in the background (see PartitionWriter)."""
         return PartitionWriter(
             self,
             self.partition_dir(layer, table, drive_id),
             schema,
             rows_per_part=rows_per_part,
             row_group_rows=row_group_rows,
+            encode_threads=encode_threads,
         )
 
     def write_partition(
@@ -235,7 +242,16 @@ class Lake(FsRoot):
 
 
 class PartitionWriter:
-    """Writes a partition part by part into staging, then publishes all parts at once."""
+    """Writes a partition part by part into staging, then publishes all parts at once.
+
+    By default row groups are encoded as they come, on the caller's thread. With
+    `encode_threads` > 1 whole parts are encoded on background threads instead: for lidar
+    points Parquet encoding costs more than decoding the recording, and pyarrow releases the
+    GIL while it encodes. A background part is held in memory until written, so at most
+    `encode_threads` parts wait or encode while the next one fills (each part at most
+    `rows_per_part` rows or about BUFFERED_PART_BYTES); an encoding error surfaces at the next
+    write or at close.
+    """
 
     def __init__(
         self,
@@ -245,9 +261,10 @@ class PartitionWriter:
         *,
         rows_per_part: int,
         row_group_rows: int,
+        encode_threads: int = 1,
     ) -> None:
-        if rows_per_part <= 0 or row_group_rows <= 0:
-            raise ValueError("rows_per_part and row_group_rows must be positive")
+        if rows_per_part <= 0 or row_group_rows <= 0 or encode_threads <= 0:
+            raise ValueError("rows_per_part, row_group_rows and encode_threads must be positive")
         self._lake = lake
         self._fs = lake.fs
         self._target = target_dir
@@ -257,12 +274,22 @@ class PartitionWriter:
         self._staging = lake._new_staging_dir()
         self._fs.makedirs(self._staging, exist_ok=True)
         self._parts: list[str] = []
+        self._part_open = False
         self._file: Any = None
         self._writer: pq.ParquetWriter | None = None
         self._rows_in_part = 0
+        self._part_bytes = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
+        self._encode_threads = encode_threads
+        self._pool = (
+            ThreadPoolExecutor(encode_threads, thread_name_prefix="parquet-encode")
+            if encode_threads > 1
+            else None
+        )
+        self._part_tables: list[pa.Table] = []
+        self._encoding: deque[Future[None]] = deque()
         self.rows_written = 0
         self.published: list[str] = []
         self._closed = False
@@ -313,16 +340,23 @@ class PartitionWriter:
         if self._closed:
             return
         self._flush()
-        if self._writer is None and not self._parts:
+        if not self._parts:
             self._open_part()  # an empty partition still has a file: its schema is data too
         self._close_part()
+        while self._encoding:
+            self._encoding.popleft().result()
+        self._shutdown_pool()
         self._closed = True
 
     def publish(self) -> list[str]:
         """Make the staged parts the partition, replacing what was there."""
         if self._done:
             return self.published
-        self.close()
+        try:
+            self.close()
+        except BaseException:
+            self.abort()
+            raise
         if self._lake.is_local:
             self._publish_local()
         else:
@@ -340,6 +374,11 @@ class PartitionWriter:
             return
         self._done = self._closed = True
         self._pending.clear()
+        self._part_tables.clear()
+        for future in self._encoding:
+            future.exception()  # let it finish: its file is deleted below
+        self._encoding.clear()
+        self._shutdown_pool()
         if self._writer is not None:
             try:
                 self._writer.close()
@@ -367,44 +406,81 @@ class PartitionWriter:
             table = table.slice(0, full)
         offset = 0
         while offset < table.num_rows:
-            if self._writer is None:
+            if not self._part_open:
                 self._open_part()
             take = min(table.num_rows - offset, self._rows_per_part - self._rows_in_part)
-            assert self._writer is not None
-            self._writer.write_table(
-                table.slice(offset, take).combine_chunks(), row_group_size=self._row_group_rows
-            )
+            rows = table.slice(offset, take)  # chunks and all: the writer needs no copy
+            if self._writer is not None:
+                self._writer.write_table(rows, row_group_size=self._row_group_rows)
+            else:
+                self._part_tables.append(rows)
+                self._part_bytes += rows.nbytes
             offset += take
             self._rows_in_part += take
             self.rows_written += take
-            if self._rows_in_part >= self._rows_per_part:
+            if self._rows_in_part >= self._rows_per_part or (
+                self._pool is not None and self._part_bytes >= BUFFERED_PART_BYTES
+            ):
                 self._close_part()
 
     def _open_part(self) -> None:
+        path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
+        self._parts.append(path)
+        self._part_open = True
+        self._rows_in_part = self._part_bytes = 0
+        if self._pool is None:
+            self._writer, self._file = self._open_file(path)
+
+    def _close_part(self) -> None:
+        if not self._part_open:
+            return
+        self._part_open = False
+        if self._pool is None:
+            assert self._writer is not None
+            writer, file, self._writer, self._file = self._writer, self._file, None, None
+            self._finish_file(self._parts[-1], writer, file)
+            return
+        while len(self._encoding) >= self._encode_threads:
+            self._encoding.popleft().result()
+        tables, self._part_tables = self._part_tables, []
+        self._encoding.append(self._pool.submit(self._encode_part, self._parts[-1], tables))
+
+    def _encode_part(self, path: str, tables: list[pa.Table]) -> None:
+        writer, file = self._open_file(path)
+        try:
+            for table in tables:
+                writer.write_table(table, row_group_size=self._row_group_rows)
+        except BaseException:
+            writer.close()
+            if file is not None:
+                file.close()
+            raise
+        self._finish_file(path, writer, file)
+
+    def _open_file(self, path: str) -> tuple[pq.ParquetWriter, Any]:
         """Locally Arrow writes the file itself (C++ I/O, no GIL held while writing, which
         a Python file object would need for every chunk); object stores go through fsspec."""
-        path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
-        self._file = None if self._lake.is_local else self._fs.open(path, "wb")
-        self._writer = pq.ParquetWriter(
-            path if self._file is None else self._file,
+        file = None if self._lake.is_local else self._fs.open(path, "wb")
+        writer = pq.ParquetWriter(
+            path if file is None else file,
             self._schema,
             compression="zstd",
             write_statistics=True,
             **parquet_encodings(self._schema),
         )
-        self._parts.append(path)
-        self._rows_in_part = 0
+        return writer, file
 
-    def _close_part(self) -> None:
-        if self._writer is None:
-            return
-        self._writer.close()
-        self._writer = None
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+    def _finish_file(self, path: str, writer: pq.ParquetWriter, file: Any) -> None:
+        writer.close()
+        if file is not None:
+            file.close()  # an object store upload completes here
         else:
-            _fsync(self._parts[-1])
+            _fsync(path)
+
+    def _shutdown_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _publish_local(self) -> None:
         parent = posixpath.dirname(self._target)

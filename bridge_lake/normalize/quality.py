@@ -59,7 +59,7 @@ QUARANTINE_CHECKS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _norm(batch: pa.RecordBatch, prefix: str) -> np.ndarray:
+def _norm(batch: pa.RecordBatch | pa.Table, prefix: str) -> np.ndarray:
     """Euclidean norm of a vector column triple; null components count as unknown, not 0,
     unless another component is known (then the norm is at least that large)."""
     cols = np.stack(
@@ -73,7 +73,7 @@ def _norm(batch: pa.RecordBatch, prefix: str) -> np.ndarray:
     return np.where(known, norm, np.nan)
 
 
-def value_violations(table: str, batch: pa.RecordBatch) -> dict[str, int]:
+def value_violations(table: str, batch: pa.RecordBatch | pa.Table) -> dict[str, int]:
     """Counts of out-of-range values in one batch of a normalized table (nulls are fine)."""
     out: dict[str, int] = {}
 

@@ -27,6 +27,9 @@ from bridge_lake.normalize.quality import value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
 """Tables whose per-row times are not tracked (billions of points; their scans are)."""
+ENCODE_THREADS = {"lidar_points": 2}
+"""Tables whose Parquet parts are encoded on background threads (see PartitionWriter): lidar
+points are most of a drive's rows, and encoding them costs more than decoding them."""
 
 
 @dataclass(frozen=True)
@@ -127,26 +130,26 @@ class DriveSink:
         if table == QUARANTINE.name:
             raise BridgeLakeError(f"stream {stream!r}: use quarantine() for quarantined records")
         spec = NORMALIZED[table]
-        batch = conform(data, spec.schema, stream=stream)
-        if batch.num_rows == 0:
+        rows = conform(data, spec.schema, stream=stream)
+        if rows.num_rows == 0:
             return
         if table not in UNTIMED_TABLES:
-            stats.times.append(batch.column("time_ns").to_numpy(zero_copy_only=False))
+            stats.times.append(rows.column("time_ns").to_numpy(zero_copy_only=False))
             if "sensor_time_ns" in spec.schema.names:
-                sensor = batch.column("sensor_time_ns")
+                sensor = rows.column("sensor_time_ns")
                 if sensor.null_count == 0:
                     stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
         if table == "gnss":
             stats.track.append(
                 tuple(  # type: ignore[arg-type]
-                    batch.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
+                    rows.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
                     for c in ("lat_deg", "lon_deg")
                 )
             )
-        for name, n in value_violations(table, batch).items():
+        for name, n in value_violations(table, rows).items():
             stats.violations[name] = stats.violations.get(name, 0) + n
-        self._writer(table).write(batch)
-        stats.rows_written += batch.num_rows
+        self._writer(table).write(rows)
+        stats.rows_written += rows.num_rows
 
     def quarantine(
         self,
@@ -252,7 +255,11 @@ class DriveSink:
         writer = self._writers.get(table)
         if writer is None:
             writer = self._writers[table] = self._lake.partition_writer(
-                "normalized", table, self._drive, NORMALIZED[table].schema
+                "normalized",
+                table,
+                self._drive,
+                NORMALIZED[table].schema,
+                encode_threads=ENCODE_THREADS.get(table, 1),
             )
         return writer
 
@@ -314,8 +321,9 @@ def _analyse(stats: StreamStats) -> None:
         stats.sensor_times = []
 
 
-def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) -> pa.RecordBatch:
-    """`data` as one record batch of `schema`: by name, cast, nulls for missing columns."""
+def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) -> pa.Table:
+    """`data` as a table of `schema`: by name, cast, nulls for missing columns. Chunks are
+    kept as they are (combining them would copy every point once more)."""
     table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
     n = table.num_rows
     arrays = []
@@ -329,12 +337,11 @@ def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) 
             arrays.append(pa.nulls(n, f.type))
         else:
             raise BridgeLakeError(f"stream {stream!r}: required column {f.name!r} missing")
-    out = pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
+    out = pa.Table.from_arrays(arrays, schema=schema)
     for f in schema:
         if not f.nullable and out.column(f.name).null_count:
             raise BridgeLakeError(f"stream {stream!r}: nulls in required column {f.name!r}")
-    batches = out.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=schema)
+    return out
 
 
 __all__ = ["DriveSink", "NormalizeResult", "StreamInfo", "StreamStats", "conform"]
