@@ -39,9 +39,14 @@ from bridge_lake.formats.nclt import (
     read_velodyne_sync,
 )
 from bridge_lake.formats.nclt import constants as C
+from bridge_lake.formats.nclt.hokuyo import (
+    decode_records,
+    read_records_at,
+    read_utimes,
+    truncated_tail,
+)
 from bridge_lake.formats.nclt.kinds import utime_of
 from bridge_lake.formats.nclt.scans import RING_INVALID, ScanReport, check_ring_order
-from bridge_lake.formats.nclt.velodyne import SkippedRange
 from bridge_lake.lake.schemas import QUARANTINE_RAW_CAP
 from bridge_lake.normalize.nclt_streams import (
     STREAMS,
@@ -320,14 +325,11 @@ def normalize_hokuyo(sink: DriveSink, kind: str, path: Path, rel: str) -> Hokuyo
     report = HokuyoReport()
     record = geometry.record_dtype
     whole = path.stat().st_size // record.itemsize
-    perm = None
-    if whole:
-        utime = np.memmap(path, dtype=record, mode="r", shape=(whole,))["utime"]
-        time_ns = clock.us_to_ns(utime)
-        perm = clock.stable_order(time_ns)
-        if perm is not None:
-            sink.reordered(kind, table, clock.reorder_count(time_ns))
-        del utime
+    time_ns = clock.us_to_ns(read_utimes(kind, path, batch_records=HOKUYO_BATCH))
+    perm = clock.stable_order(time_ns)
+    if perm is not None:
+        sink.reordered(kind, table, clock.reorder_count(time_ns))
+    del time_ns
     batches = (
         iter_hokuyo(kind, path, batch_records=HOKUYO_BATCH, report=report)
         if perm is None
@@ -350,7 +352,7 @@ def normalize_hokuyo(sink: DriveSink, kind: str, path: Path, rel: str) -> Hokuyo
             ),
         )
     if perm is not None:  # the sorted path does not go through iter_hokuyo's size check
-        report.truncated = _hokuyo_tail(path, record.itemsize)
+        report.truncated = truncated_tail(path.stat().st_size, record.itemsize)
     if report.truncated is not None:
         r = report.truncated
         sink.read(kind, table, 1)
@@ -367,35 +369,16 @@ def normalize_hokuyo(sink: DriveSink, kind: str, path: Path, rel: str) -> Hokuyo
     return report
 
 
-def _hokuyo_tail(path: Path, record_bytes: int) -> SkippedRange | None:
-    size = path.stat().st_size
-    rest = size % record_bytes
-    if not rest:
-        return None
-    return SkippedRange(size - rest, size, f"last record truncated: {rest} of {record_bytes} bytes")
-
-
 def _hokuyo_in_order(
     kind: str, path: Path, perm: np.ndarray, report: HokuyoReport
 ) -> Iterator[pa.RecordBatch]:
-    """Records in master-time order, gathered batch by batch from the memory map.
+    """Records in master-time order, read batch by batch by permuted index (plain reads of
+    the wanted records, no memory map: memory is one batch, whatever the file's length).
 
     Only for files whose utimes are not monotonic (never seen in real files, spec §11): the
-    same decoding as iter_hokuyo (CODE_LUT, ≤ 0 m → NaN) over a permuted index."""
-    geometry = SCAN_GEOMETRY[kind]
-    records = np.memmap(path, dtype=geometry.record_dtype, mode="r", shape=(len(perm),))
+    same decoding as iter_hokuyo (decode_records) over a permuted index."""
     for a in range(0, len(perm), HOKUYO_BATCH):
-        chunk = records[perm[a : a + HOKUYO_BATCH]]
-        metres = C.CODE_LUT[chunk["range"]]
-        empty = metres <= 0
-        metres[empty] = np.nan
-        report.records += len(chunk)
-        report.no_returns += int(np.count_nonzero(empty))
-        ranges = pa.FixedSizeListArray.from_arrays(pa.array(metres.reshape(-1)), geometry.ranges)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(chunk["utime"].astype(np.int64)), ranges], names=["utime", "ranges"]
-        )
-    del records
+        yield decode_records(kind, read_records_at(kind, path, perm[a : a + HOKUYO_BATCH]), report)
 
 
 def normalize_lb3(sink: DriveSink, session: NcltSession, camera: int) -> None:

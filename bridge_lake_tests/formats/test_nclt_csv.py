@@ -3,6 +3,7 @@ import json
 import polars as pl
 import pytest
 
+from bridge_lake.errors import FormatError
 from bridge_lake.formats.nclt.csv_tables import (
     COLUMNS,
     COV,
@@ -132,3 +133,50 @@ def test_synthetic_csv_faults_are_caught(tmp_path):
         euler.frame.get_column("utime")[truth["backward_utime"]["line"] - 1]
         == truth["backward_utime"]["utime"]
     )
+
+
+# one file with every line ending and fault at once: CRLF and LF mixed, a blank line, a short
+# line right after the first (block_bytes=11 ends a block exactly before it), a multi-byte
+# UTF-8 character (a read can cut it in two), no trailing newline
+BLOCKY = (
+    b"1,0.5,0.6\r\n2,0.5\r\n3,abc,0.1\n4,nan,0.2\r\n\n6,1,2,3\n7,1,2\r\nx\xc3\xa98,1,2\n9,-1e-05,"
+)
+
+
+def test_block_size_does_not_change_the_table(tmp_path):
+    path = tmp_path / "wheels.csv"
+    path.write_bytes(BLOCKY)
+    whole = load_table("wheels", path)
+    assert whole.frame.get_column("utime").to_list() == [1, 4, 7, 9]
+    assert whole.quarantine.get_column("line").to_list() == [2, 3, 5, 6, 8]
+    assert whole.quarantine.get_column("text").to_list()[-1] == "xé8,1,2"
+    assert whole.order.backward == 0
+    for block_bytes in range(1, len(BLOCKY) + 1):
+        table = load_table("wheels", path, block_bytes=block_bytes)
+        assert table.frame.equals(whole.frame), block_bytes
+        assert table.frame.schema == whole.frame.schema, block_bytes
+        assert table.quarantine.equals(whole.quarantine), block_bytes
+        assert table.quarantine.schema == whole.quarantine.schema, block_bytes
+        assert table.order == whole.order, block_bytes
+
+
+def test_empty_file_has_the_full_schema(tmp_path):
+    path = tmp_path / "gps.csv"
+    path.write_bytes(b"")
+    table = load_table("gps", path, block_bytes=4)
+    assert table.frame.height == 0 and table.frame.schema == pl.Schema(schema("gps"))
+    assert table.quarantine.columns == ["line", "reason", "text"]
+    assert table.quarantine.height == 0
+
+
+def test_non_utf8_names_file_and_line_for_any_block_size(tmp_path):
+    path = tmp_path / "kvh.csv"
+    path.write_bytes(b"1,0.5\n2,0.5\r\n3,\xff\n4,0.1\n")
+    messages = set()
+    for block_bytes in (*range(1, 25), 1 << 20):
+        with pytest.raises(FormatError) as err:
+            load_table("kvh", path, block_bytes=block_bytes)
+        assert not isinstance(err.value, MalformedRowError)
+        assert (err.value.path, err.value.line) == (str(path), 3)
+        messages.add(str(err.value))
+    assert len(messages) == 1 and "not UTF-8" in messages.pop()

@@ -11,12 +11,15 @@ text in a numeric column, a non-integral value in an integer column, a missing u
 text, and keeps every good row. One damaged line in a 50 MB IMU log should not cost the
 drive. `read_table` is the strict form: it raises `MalformedRowError` naming the file and the
 first bad line. Rows are never reordered; duplicate and backward utimes are counted.
-Parsing is vectorized: the file is one Arrow string array of lines, split and cast by polars.
+Parsing is vectorized and bounded: the file is read in blocks of whole lines (BLOCK_BYTES),
+each one Arrow string array of lines split and cast by polars; only typed rows are kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +64,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 INTEGER_COLUMNS = frozenset({"mode", "num_sats"})
 """Columns typed Int16: written as whole numbers, parsed as floats first (they may be `3.0`)."""
 MISSING = ("nan", "NaN", "NAN", "")
+BLOCK_BYTES = 8 << 20
+"""Bytes of whole lines parsed at a time. Splitting and casting text in polars takes several
+times its size, so a whole 330 MB log (a 2-hour odometry_cov_100hz.csv) would need over 1 GB;
+an 8 MiB block needs about 90 MB and is still large enough for polars' threads (smaller
+blocks were no faster). Only the typed rows (8 bytes a value) accumulate over the file."""
 
 
 def schema(kind: str) -> dict[str, pl.DataType]:
@@ -86,55 +94,23 @@ class CsvTable:
     order: TimeOrder
 
 
-def load_table(kind: str, path: Path) -> CsvTable:
-    """Parse a whole CSV log; malformed lines go to `quarantine`, nothing is dropped silently."""
-    cols = _columns(kind)
-    lines = _lines(path)
-    n_fields = len(cols) + 1
-    frame = pl.DataFrame({"line": pl.int_range(1, len(lines) + 1, eager=True), "text": lines})
-    frame = frame.with_columns(n=pl.col("text").str.count_matches(",", literal=True) + 1)
-    bad_count = frame.filter(pl.col("n") != n_fields).select(
-        "line",
-        pl.format("expected {} fields, found {}", pl.lit(n_fields), pl.col("n")).alias("reason"),
-        "text",
-    )
-    good = frame.filter(pl.col("n") == n_fields)
-    # one split per line into a fixed struct (a split per field would copy every line
-    # n_fields times: 30x the file in memory for the 22-column covariance logs)
-    fields = good.select(
-        "line",
-        "text",
-        pl.col("text")
-        .str.split_exact(",", n_fields - 1)
-        .struct.rename_fields([f"_f{i}" for i in range(n_fields)])
-        .alias("_fields"),
-    ).unnest("_fields")
-    typed, problems = [], []
-    for i, (name, dtype) in enumerate(schema(kind).items()):
-        raw = pl.col(f"_f{i}")
-        missing = raw.is_in(MISSING) if name != "utime" else pl.lit(False)
-        if dtype == pl.Int64():
-            value = raw.cast(pl.Int64, strict=False)
-        else:
-            as_float = pl.when(missing).then(None).otherwise(raw.cast(pl.Float64, strict=False))
-            value = as_float
-            if dtype == pl.Int16():
-                integral = as_float.is_null() | (as_float == as_float.round(0))
-                value = (
-                    pl.when(integral).then(as_float.cast(pl.Int16, strict=False)).otherwise(None)
-                )
-        typed.append(value.alias(name))
-        problems.append(
-            pl.when(value.is_null() & ~missing).then(
-                pl.lit(f"column {name}: not a valid {dtype}: ") + raw
-            )
-        )
-    checked = fields.select("line", "text", *typed, pl.coalesce(problems).alias("reason"))
-    bad_value = checked.filter(pl.col("reason").is_not_null()).select("line", "reason", "text")
-    rows = checked.filter(pl.col("reason").is_null()).select(list(schema(kind)))
-    quarantine = pl.concat([bad_count, bad_value]).sort("line")
-    utime = rows.get_column("utime").to_numpy()
-    return CsvTable(kind, path, rows, quarantine, TimeOrder.of(utime))
+def load_table(kind: str, path: Path, *, block_bytes: int = BLOCK_BYTES) -> CsvTable:
+    """Parse a CSV log; malformed lines go to `quarantine`, nothing is dropped silently.
+
+    The file is parsed in blocks of whole lines of about `block_bytes` (see BLOCK_BYTES); the
+    result is the same for any block size, only the peak memory depends on it."""
+    typed, reason = _typed(kind)
+    rows, quarantine = [], []
+    first_line = 1
+    for block in _blocks(path, block_bytes):
+        text = _lines(block, path, first_line)
+        good, bad = _parse_block(text, first_line, typed, reason)
+        rows.append(good)
+        quarantine.append(bad)
+        first_line += text.len()
+    frame = pl.concat(rows, rechunk=False)  # the blocks' columns as chunks: no second copy
+    utime = frame.get_column("utime").to_numpy()
+    return CsvTable(kind, path, frame, pl.concat(quarantine), TimeOrder.of(utime))
 
 
 def read_table(kind: str, path: Path) -> pl.DataFrame:
@@ -160,23 +136,126 @@ def _columns(kind: str) -> tuple[str, ...]:
         ) from None
 
 
-def _lines(path: Path) -> pl.Series:
-    """The file's lines (without line ends) as one string Series, built from offsets, no copies
-    per line. A missing trailing newline is tolerated; CR before LF is stripped."""
+@cache
+def _typed(kind: str) -> tuple[tuple[pl.Expr, ...], pl.Expr]:
+    """Expressions over the split fields `_f0..`: each column typed by `schema(kind)`, and the
+    row's first problem (null for a good row). Missing markers are nulls, not problems,
+    except in `utime`. Cached: every block of every file of a kind uses the same ones."""
+    typed, problems = [], []
+    for i, (name, dtype) in enumerate(schema(kind).items()):
+        raw = pl.col(f"_f{i}")
+        missing = raw.is_in(MISSING) if name != "utime" else pl.lit(False)
+        if dtype == pl.Int64():
+            value = raw.cast(pl.Int64, strict=False)
+        else:
+            as_float = pl.when(missing).then(None).otherwise(raw.cast(pl.Float64, strict=False))
+            value = as_float
+            if dtype == pl.Int16():
+                integral = as_float.is_null() | (as_float == as_float.round(0))
+                value = (
+                    pl.when(integral).then(as_float.cast(pl.Int16, strict=False)).otherwise(None)
+                )
+        typed.append(value.alias(name))
+        problems.append(
+            pl.when(value.is_null() & ~missing).then(
+                pl.lit(f"column {name}: not a valid {dtype}: ") + raw
+            )
+        )
+    return tuple(typed), pl.coalesce(problems).alias("reason")
+
+
+def _parse_block(
+    text: pl.Series, first_line: int, typed: tuple[pl.Expr, ...], reason: pl.Expr
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The typed good rows and the quarantine of one block's lines (`text`, the first of
+    which is file line `first_line`), by the expressions of `_typed`.
+
+    Lines are addressed by position, and text is gathered only for quarantined lines (and for
+    the fitting ones when some do not fit): carrying line numbers and text through the
+    filters would copy every good line again. Each line is split once into a fixed struct (a
+    split per field would copy every line n_fields times: 30x the text in memory for the
+    22-column covariance logs)."""
+    n_fields = len(typed)
+    found = text.str.count_matches(",", literal=True) + 1
+    fits = found == n_fields
+    miscounted = (~fits).arg_true()
+    fit_index = None if miscounted.is_empty() else fits.arg_true()
+    fit_text = text if fit_index is None else text.gather(fit_index)
+    checked = (
+        fit_text.str.split_exact(",", n_fields - 1)
+        .struct.rename_fields([f"_f{i}" for i in range(n_fields)])
+        .struct.unnest()
+        .select(*typed, reason)
+    )
+    reasons = checked.get_column("reason")
+    invalid = reasons.is_not_null().arg_true()
+    good = checked.drop("reason")
+    if not invalid.is_empty():
+        good = good.filter(reasons.is_null())
+    count_reason = f"expected {n_fields} fields, found " + found.gather(miscounted).cast(pl.String)
+    value_index = invalid if fit_index is None else fit_index.gather(invalid)
+    quarantine = pl.concat(
+        [
+            _quarantined(miscounted, count_reason, text, first_line),
+            _quarantined(value_index, reasons.gather(invalid), text, first_line),
+        ]
+    ).sort("line")
+    return good, quarantine
+
+
+def _quarantined(
+    index: pl.Series, reason: pl.Series, text: pl.Series, first_line: int
+) -> pl.DataFrame:
+    """Quarantine rows for the block lines at `index` (0-based): file line, reason, raw text."""
+    return pl.DataFrame(
+        {
+            "line": index.cast(pl.Int64) + first_line,
+            "reason": reason.cast(pl.String),
+            "text": text.gather(index),
+        }
+    )
+
+
+def _blocks(path: Path, block_bytes: int) -> Iterator[bytes]:
+    """The file as blocks of whole lines: each read of `block_bytes` is cut after its last
+    newline and the rest carried into the next block (a line longer than a read spans several
+    reads). The last block may lack the trailing newline; an empty file is one empty block,
+    so every file parses to frames with the full schema."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            rest = b""
+            yielded = False
+            while chunk := f.read(block_bytes):
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                if cut:
+                    yielded = True
+                    yield data[:cut]
+                rest = data[cut:]
+            if rest or not yielded:
+                yield rest
     except OSError as exc:
         raise FormatError(f"cannot read: {exc}", path=str(path)) from exc
-    raw = np.frombuffer(data, dtype=np.uint8)
+
+
+def _lines(block: bytes, path: Path, first_line: int) -> pl.Series:
+    """The block's lines (without line ends) as one string Series, built from offsets, no
+    copies per line. A missing trailing newline is tolerated; CR before LF is stripped.
+
+    UTF-8 is checked with Python's decoder because it says where the first bad byte is; the
+    error names the file line (a newline byte never occurs inside a UTF-8 sequence, so no
+    character spans two blocks)."""
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + block.count(b"\n", 0, exc.start)
+        raise FormatError(f"not UTF-8 text: {exc.reason}", path=str(path), line=line) from exc
+    raw = np.frombuffer(block, dtype=np.uint8)
     ends = np.flatnonzero(raw == 0x0A) + 1
     if len(raw) and raw[-1] != 0x0A:
         ends = np.append(ends, len(raw))
     offsets = np.concatenate([[0], ends]).astype(np.int64)
     strings = pa.LargeStringArray.from_buffers(
-        len(ends), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)
+        len(ends), pa.py_buffer(offsets.tobytes()), pa.py_buffer(block)
     )
-    try:
-        strings.validate(full=True)
-    except pa.ArrowInvalid as exc:
-        raise FormatError(f"not UTF-8 text: {exc}", path=str(path)) from exc
     return pl.Series("text", strings).str.strip_chars_end("\r\n")
