@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from bridge_lake.formats.adtf import open_dat
 from bridge_lake.lake import Lake
 from bridge_lake.normalize.adtf import normalize_adtf
@@ -52,6 +54,9 @@ class CountingSink:
 
     def write(self, stream: str, table: str, data) -> None:
         self.rows += data.num_rows
+
+    def scan_ids(self, n: int) -> np.ndarray:
+        return np.arange(n, dtype=np.int64)
 
     def quarantine(self, stream: str, table: str, *, reasons, **_: object) -> None:
         self.quarantined += len(list(reasons))

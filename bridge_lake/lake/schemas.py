@@ -187,7 +187,13 @@ LIDAR_SCANS = TableSpec(
     "One row per lidar revolution / frame; points are in lidar_points with the same scan_id.",
     (
         *_sensor_columns(),
-        Column("scan_id", pa.int64(), "scan number within the drive and stream", nullable=False),
+        Column(
+            "scan_id",
+            pa.int64(),
+            "scan number, unique within the drive over all lidar streams",
+            nullable=False,
+        ),
+        Column("sensor_scan_id", pa.int64(), "the sensor's own scan / frame counter, if any"),
         Column("end_time_ns", pa.int64(), "time of the last point [ns]", nullable=False),
         Column("point_count", pa.int64(), "points in lidar_points", nullable=False),
         Column("cut", pa.string(), "why the scan ended: azimuth | gap | end | frame"),
@@ -199,9 +205,9 @@ LIDAR_POINTS = TableSpec(
     "lidar_points",
     "Lidar points in the sensor frame, with ring (elevation order). A point's master time is "
     "its scan's time_ns plus time_offset_ns (view lidar_points_timed); storing it per point "
-    "would cost a column as large as x.",
+    "would cost a column as large as x. The scan also names the stream: a stream column "
+    "here would cost more to write than x.",
     (
-        Column("stream", pa.string(), "source stream", nullable=False),
         Column("scan_id", pa.int64(), "scan (lidar_scans.scan_id)", nullable=False),
         Column("x", F32, "x [m]", nullable=False),
         Column("y", F32, "y [m]", nullable=False),

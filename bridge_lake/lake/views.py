@@ -32,11 +32,11 @@ FROM raw_drives d LEFT JOIN raw_manifest m USING (drive)
 GROUP BY ALL
 ORDER BY d.drive;
 
--- Lidar points with their master time: the scan's start plus the point's offset.
+-- Lidar points with their stream and master time (the scan's start plus the point's offset).
 CREATE OR REPLACE VIEW lidar_points_timed AS
-SELECT p.*, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
+SELECT p.*, s.stream, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
 FROM normalized_lidar_points p
-JOIN normalized_lidar_scans s USING (drive, stream, scan_id);
+JOIN normalized_lidar_scans s USING (drive, scan_id);
 
 -- Observed against nominal rate, per drive and stream, with the conservation balance.
 CREATE OR REPLACE VIEW sensor_rates AS

@@ -237,8 +237,8 @@ def _check_rule(stream: Stream, rule: Rule) -> str | None:
     paths = [f.element for f in rule.fields]
     if rule.sensor_time is not None:
         paths.append(rule.sensor_time.element)
-    if rule.scan_id:
-        paths.append(rule.scan_id)
+    if rule.sensor_scan_id:
+        paths.append(rule.sensor_scan_id)
     if rule.points_element:
         paths.append(rule.points_element)
     for p in paths:
@@ -649,9 +649,10 @@ class _LidarJob(_StructJob):
 
     The table pair is two declared streams of the same name: lidar_scans counts samples,
     lidar_points counts the points of the samples that decoded (a quarantined sample's points
-    are inside its quarantined record). A point's time is its scan's plus `time_offset_ns`;
-    without a per-point time in the payload `end_time_ns` equals the start and the offset is
-    null.
+    are inside its quarantined record). Scan ids come from the sink (unique in the drive); the
+    payload's own frame counter, if mapped, is `sensor_scan_id`. A point's time is its scan's
+    plus `time_offset_ns`; without a per-point time in the payload `end_time_ns` equals the
+    start and the offset is null.
     """
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
@@ -665,12 +666,9 @@ class _LidarJob(_StructJob):
             return
         idx, table = self.drop_bad_time(batch, idx, table)
         cols = self.base_columns(batch, idx, table)
-        if self.rule.scan_id:
-            scan_id = np.asarray(
-                _column(table, self.rule.scan_id).to_numpy(zero_copy_only=False), dtype=np.int64
-            )
-        else:
-            scan_id = batch.stream_index[idx]
+        scan_id = self.sink.scan_ids(len(idx))
+        if self.rule.sensor_scan_id:
+            cols["sensor_scan_id"] = _column(table, self.rule.sensor_scan_id)
         points = _column(table, self.rule.points_element)
         counts = np.diff(np.asarray(points.offsets)).astype(np.int64)
         cols.update(

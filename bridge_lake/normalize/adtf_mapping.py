@@ -61,7 +61,7 @@ RULE_KEYS = frozenset(
         "fields",
         "can",
         "points",
-        "scan_id",
+        "sensor_scan_id",
         "encoding",
         "width",
         "height",
@@ -156,8 +156,8 @@ class Rule:
     can: dict[str, Any] = field(default_factory=dict)
     points_element: str | None = None
     point_fields: tuple[FieldMap, ...] = ()
-    scan_id: str | None = None
-    """Element holding the scan number; None = the sample's stream index."""
+    sensor_scan_id: str | None = None
+    """Element holding the sensor's scan / frame counter (lidar_scans.sensor_scan_id)."""
     encoding: str | None = None
     width: int | None = None
     height: int | None = None
@@ -255,7 +255,7 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
         isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0
     ):
         raise fail(f"expected_rate_hz must be a positive number or null, got {rate!r}")
-    for key in ("topic", "frame_id", "scan_id", "encoding", "points"):
+    for key in ("topic", "frame_id", "sensor_scan_id", "encoding", "points"):
         if key != "points" and raw.get(key) is not None and not isinstance(raw[key], str):
             raise fail(f"{key!r} must be a string")
     columns = set(NORMALIZED[table].schema.names) - {"time_ns", "sensor_time_ns", "stream"}
@@ -283,10 +283,12 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
         if {"x", "y", "z"} - {f.column for f in pfields}:
             raise fail("point fields need x, y and z")
         rule_kw.update(points_element=points["element"], point_fields=pfields)
-        bad = {f.column for f in fields} - (columns - {"scan_id", "point_count", "end_time_ns"})
+        bad = {f.column for f in fields} - (
+            columns - {"scan_id", "sensor_scan_id", "point_count", "end_time_ns"}
+        )
         if bad:
             raise fail(f"fields {sorted(bad)} are not columns the lidar decoder lets you map")
-        rule_kw["scan_id"] = raw.get("scan_id")
+        rule_kw["sensor_scan_id"] = raw.get("sensor_scan_id")
     elif decoder == "video":
         encoding = raw.get("encoding", "h264")
         if encoding not in VIDEO_ENCODINGS:
@@ -306,7 +308,7 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
             raise fail(f"fields {sorted(bad)} are not columns of {table}")
         if not fields:
             raise fail("a struct rule needs at least one field")
-    for key, allowed in (("can", "can"), ("points", "lidar"), ("scan_id", "lidar")):
+    for key, allowed in (("can", "can"), ("points", "lidar"), ("sensor_scan_id", "lidar")):
         if key in raw and decoder != allowed:
             raise fail(f"{key!r} only applies to decoder {allowed!r}")
     return Rule(

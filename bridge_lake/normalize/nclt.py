@@ -115,7 +115,8 @@ def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
     report = NcltReport(missing=list(session.missing))
     for group in CSV_GROUPS:
         # A file and the side file joined onto it are loaded together and dropped together,
-        # so at most one pair of CSV tables is in memory (load_table reads whole files).
+        # so at most one pair of CSV tables is in memory (typed rows, parsed block by block:
+        # a fraction of the text's size).
         tables = {kind: _load(session, kind) for kind in group if kind in session.files}
         for table in tables.values():
             _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)

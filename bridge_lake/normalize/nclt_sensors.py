@@ -2,8 +2,8 @@
 
 Streaming and bounded memory: velodyne_hits.bin (GBs) is read scan by scan through
 `iter_scans` and written in batches of about POINT_BATCH_ROWS points, so a drive never holds
-more than a few revolutions; Hokuyo files are read from a memory map in record batches;
-images are read and written a few dozen at a time. All per-point work is numpy/Arrow.
+more than a few revolutions; Hokuyo files are read in record batches (plain reads, no
+memory map); images are read and written a few dozen at a time. All per-point work is numpy/Arrow.
 
 Accounting per stream (records read = rows written + rows quarantined):
 - `velodyne_hits` / lidar_points: a record is a hit; a byte range the reader skipped (bad
@@ -40,6 +40,7 @@ from bridge_lake.formats.nclt import (
 )
 from bridge_lake.formats.nclt import constants as C
 from bridge_lake.formats.nclt.hokuyo import (
+    BATCH_RECORDS,
     decode_records,
     read_records_at,
     read_utimes,
@@ -60,7 +61,6 @@ POINT_BATCH_ROWS = 1 << 20
 row groups, small enough that memory does not depend on the drive's length."""
 SCAN_BATCH_ROWS = 1024
 IMAGE_BATCH = 32
-HOKUYO_BATCH = 4096
 VELODYNE_FRAME = "velodyne"
 """Points stay in the NCLT Velodyne frame (z down, spec §5); REP-103 is the calibrated layer's."""
 LB3_ROTATE_CW_DEG = 90
@@ -114,7 +114,6 @@ class _LidarWriter:
 
     def add(
         self,
-        scan_id: int,
         start_utime: int,
         end_utime: int,
         cut: str,
@@ -125,8 +124,8 @@ class _LidarWriter:
         """One scan: `hits` has utime (µs), x, y, z, intensity; ring and offsets beside it."""
         n = hits.num_rows
         utime = hits.column("utime").to_numpy()
+        scan_id = int(self.sink.scan_ids(1)[0])
         columns = {
-            "stream": const_strings(self.stream, n),
             "scan_id": pa.array(np.full(n, scan_id, dtype=np.int64)),
             "x": hits.column("x"),
             "y": hits.column("y"),
@@ -228,7 +227,6 @@ def normalize_velodyne_hits(sink: DriveSink, path: Path, rel: str) -> LidarCount
         for scan in iter_scans(path, report=report):
             p = scan.points
             writer.add(
-                scan.scan_id,
                 scan.start_utime,
                 scan.end_utime,
                 scan.cut,
@@ -311,9 +309,7 @@ def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCount
                 ring_lut = np.full(256, RING_INVALID, dtype=np.uint8)
                 ring_lut[: C.LASER_COUNT] = C.RING_OF_LASER if derived is None else derived
             ring = ring_lut[laser] if ring_lut is not None else laser
-            writer.add(
-                index, utime, utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32())
-            )
+            writer.add(utime, utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32()))
     return counts
 
 
@@ -325,13 +321,13 @@ def normalize_hokuyo(sink: DriveSink, kind: str, path: Path, rel: str) -> Hokuyo
     report = HokuyoReport()
     record = geometry.record_dtype
     whole = path.stat().st_size // record.itemsize
-    time_ns = clock.us_to_ns(read_utimes(kind, path, batch_records=HOKUYO_BATCH))
+    time_ns = clock.us_to_ns(read_utimes(kind, path, batch_records=BATCH_RECORDS))
     perm = clock.stable_order(time_ns)
     if perm is not None:
         sink.reordered(kind, table, clock.reorder_count(time_ns))
     del time_ns
     batches = (
-        iter_hokuyo(kind, path, batch_records=HOKUYO_BATCH, report=report)
+        iter_hokuyo(kind, path, batch_records=BATCH_RECORDS, report=report)
         if perm is None
         else _hokuyo_in_order(kind, path, perm, report)
     )
@@ -377,8 +373,8 @@ def _hokuyo_in_order(
 
     Only for files whose utimes are not monotonic (never seen in real files, spec §11): the
     same decoding as iter_hokuyo (decode_records) over a permuted index."""
-    for a in range(0, len(perm), HOKUYO_BATCH):
-        yield decode_records(kind, read_records_at(kind, path, perm[a : a + HOKUYO_BATCH]), report)
+    for a in range(0, len(perm), BATCH_RECORDS):
+        yield decode_records(kind, read_records_at(kind, path, perm[a : a + BATCH_RECORDS]), report)
 
 
 def normalize_lb3(sink: DriveSink, session: NcltSession, camera: int) -> None:

@@ -97,6 +97,7 @@ class DriveSink:
         self._writers: dict[str, PartitionWriter] = {}
         self._streams: dict[tuple[str, str], StreamStats] = {}
         self._quarantined = 0
+        self._next_scan_id = 0
         self._finished = False
 
     # --- what normalizers call ----------------------------------------------------------
@@ -115,6 +116,13 @@ class DriveSink:
     def read(self, stream: str, table: str, n: int) -> None:
         """Count `n` raw records of a stream (whatever becomes of them)."""
         self._stats(stream, table).records_read += int(n)
+
+    def scan_ids(self, n: int) -> np.ndarray:
+        """The next `n` lidar scan ids of the drive: unique over all lidar streams, so that
+        lidar_points needs no stream column to name its scan."""
+        ids = np.arange(self._next_scan_id, self._next_scan_id + n, dtype=np.int64)
+        self._next_scan_id += n
+        return ids
 
     def reordered(self, stream: str, table: str, n: int) -> None:
         """Count records the normalizer had to move to restore time order."""

@@ -49,6 +49,9 @@ def _vendor_samples(path: Path) -> dict[str, list[tuple[int, bytes]]]:
 
 def _table(lake: Lake, name: str, stream: str | None = None) -> pa.Table:
     t = lake.read_partition("normalized", name, "d1")
+    if stream is not None and name == "lidar_points":  # points name their stream by scan
+        scans = _table(lake, "lidar_scans", stream).column("scan_id")
+        return t.filter(pa.compute.is_in(t.column("scan_id"), scans))
     if stream is not None:
         t = t.filter(pa.compute.equal(t.column("stream"), stream))
     return t
@@ -167,10 +170,10 @@ def test_lidar_scans_and_points(small):
     raw = vendor["lidar_top"][k][1]
     frame = struct.unpack_from("<I", raw, 8)[0]
     pts = np.frombuffer(raw, dtype="<f4", offset=16).reshape(-1, 4)
-    mine = points.filter(pa.compute.equal(points.column("scan_id"), frame))
+    assert scans.column("sensor_scan_id")[k].as_py() == frame
+    mine = points.filter(pa.compute.equal(points.column("scan_id"), scans.column("scan_id")[k]))
     got = np.stack([mine.column(c).to_numpy() for c in ("x", "y", "z", "intensity")], axis=1)
     assert np.array_equal(got, pts)
-    assert scans.column("scan_id")[k].as_py() == frame
     assert mine.column("time_offset_ns").null_count == mine.num_rows  # no per-point time
 
 
@@ -352,7 +355,9 @@ def test_corrupt_samples_quarantined_with_offsets(tmp_path):
     assert can.column("is_extended").to_pylist() == [False, True]
     assert can.column("data").to_pylist() == [bytes(range(8)), bytes(range(8, 12))]
     points = _table(lake, "lidar_points", "lidar")
-    assert points.column("scan_id").to_pylist() == [0] * 4 + [2] * 4
+    scan_ids = _table(lake, "lidar_scans", "lidar").column("scan_id").to_pylist()
+    assert len(scan_ids) == 2  # the middle sample is quarantined: no scan, no points
+    assert points.column("scan_id").to_pylist() == [scan_ids[0]] * 4 + [scan_ids[1]] * 4
     assert all(s.conserved for s in result.streams)
 
 

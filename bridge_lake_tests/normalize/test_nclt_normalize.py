@@ -49,6 +49,9 @@ class Run:
     def table(self, name: str, stream: str | None = None) -> pl.DataFrame:
         frame = pl.from_arrow(self.lake.read_partition("normalized", name, "d1"))
         assert isinstance(frame, pl.DataFrame)
+        if stream is not None and name == "lidar_points":  # points name their stream by scan
+            scans = self.table("lidar_scans", stream).get_column("scan_id")
+            return frame.filter(pl.col("scan_id").is_in(scans.implode()))
         return frame if stream is None else frame.filter(pl.col("stream") == stream)
 
     def streams(self) -> pl.DataFrame:
@@ -330,11 +333,12 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     assert set(ring.unique().to_list()) == set(range(32))
     # the first packet, decoded by hand: code x 0.005 - 100 read unsigned, ring by elevation
     utime, hits = _first_packet(clean.session / "velodyne_hits.bin")
-    first = points.filter(pl.col("scan_id") == 0).head(len(hits))
+    first = points.filter(pl.col("scan_id") == scans["scan_id"][0]).head(len(hits))
     assert (first["time_ns"] == utime * 1000).all()
     with connect(clean.lake) as con:
         timed = con.sql(
-            "SELECT time_ns FROM lidar_points_timed WHERE stream = 'velodyne_hits' AND scan_id = 0"
+            "SELECT time_ns FROM lidar_points_timed WHERE stream = 'velodyne_hits' AND scan_id = "
+            f"{scans['scan_id'][0]}"
         ).fetchnumpy()["time_ns"]
     assert (np.sort(timed)[: len(hits)] == utime * 1000).all()
     for axis, field in zip("xyz", ("f0", "f1", "f2"), strict=True):
@@ -345,6 +349,17 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     np.testing.assert_array_equal(first.get_column("ring").to_numpy(), order[hits["f4"]])
     z = points.get_column("z")
     assert z.min() == np.float32(-100.0) and z.max() == np.float32(227.675)
+
+
+def test_scan_ids_are_unique_in_the_drive(clean: Run) -> None:
+    """lidar_points has no stream column: its scan_id alone names the scan and the stream."""
+    scans = clean.table("lidar_scans")
+    assert set(scans["stream"]) == {"velodyne_hits", "velodyne_sync"}
+    assert scans["scan_id"].n_unique() == scans.height
+    assert sorted(scans["scan_id"]) == list(range(scans.height))
+    per_scan = clean.table("lidar_points").group_by("scan_id").len()
+    joined = scans.join(per_scan, on="scan_id", how="full")
+    assert (joined["len"] == joined["point_count"]).all()
 
 
 def test_velodyne_sync_files_become_their_own_scans(clean: Run) -> None:
@@ -361,7 +376,7 @@ def test_velodyne_sync_files_become_their_own_scans(clean: Run) -> None:
     assert points.get_column("time_offset_ns").null_count() == points.height
     assert points.get_column("ring").max() == 31
     raw = np.fromfile(clean.session / f"velodyne_sync/{utimes[0]}.bin", dtype="<u2,<u2,<u2,u1,u1")
-    first = points.filter(pl.col("scan_id") == 0)
+    first = points.filter(pl.col("scan_id") == scans["scan_id"][0])
     expected = (raw["f0"].astype(np.float64) * 0.005 - 100.0).astype(np.float32)
     np.testing.assert_array_equal(first.get_column("x").to_numpy(), expected)
 
@@ -413,15 +428,16 @@ def test_polars_and_duckdb_read_the_same_counts(clean: Run) -> None:
     con = duckdb.connect()
     for table, n in expected.items():
         glob = f"{root}/normalized/{table}/*/*.parquet"
+        key = "scan_id" if table == "lidar_points" else "stream"  # points name no stream
         by_polars = (
             pl.scan_parquet(glob, hive_partitioning=True)
-            .group_by("stream")
+            .group_by(key)
             .agg(pl.len().alias("n"))
             .collect()
         )
         rows = con.execute(
-            f"SELECT stream, count(*) FROM read_parquet('{glob}', hive_partitioning = true) "
-            "GROUP BY stream"
+            f"SELECT {key}, count(*) FROM read_parquet('{glob}', hive_partitioning = true) "
+            f"GROUP BY {key}"
         ).fetchall()
         assert dict(rows) == dict(by_polars.iter_rows()), table
         assert sum(dict(rows).values()) == n, table

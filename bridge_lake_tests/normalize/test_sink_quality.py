@@ -228,13 +228,12 @@ def test_non_finite_lidar_points_are_counted():
 
     batch = pa.table(
         {
-            "stream": ["l"] * 3,
             "scan_id": [0, 0, 0],
             "x": pa.array([0.0, float("inf"), 1.0], pa.float32()),
             "y": pa.array([0.0, 0.0, float("nan")], pa.float32()),
             "z": pa.array([0.0, 0.0, 0.0], pa.float32()),
         },
-    ).cast(pa.schema([LIDAR_POINTS.schema.field(n) for n in ("stream", "scan_id", "x", "y", "z")]))
+    ).cast(pa.schema([LIDAR_POINTS.schema.field(n) for n in ("scan_id", "x", "y", "z")]))
     assert quality.value_violations("lidar_points", batch.to_batches()[0]) == {
         "non_finite_point": 2
     }
