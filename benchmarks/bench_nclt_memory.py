@@ -1,5 +1,6 @@
 """Peak RSS and wall time of the NCLT CSV and Hokuyo readers on given files.
 
+    python benchmarks/bench_nclt_memory.py --smoke   # seconds: files of a tiny synthetic drive
     python benchmarks/bench_nclt_memory.py <session>/odometry_cov_100hz.csv
     python benchmarks/bench_nclt_memory.py --runs 3 <session>/hokuyo_30m.bin <cut>/hokuyo_30m.bin
 
@@ -19,6 +20,7 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,14 +66,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--runs", type=int, default=1, help="fresh processes per file")
+    parser.add_argument("--smoke", action="store_true", help="files of a 0.3-minute drive")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
         return
+    with tempfile.TemporaryDirectory(prefix="bench_nclt_memory_") as tmp:
+        files = _smoke_files(Path(tmp)) if args.smoke else args.files
+        if not files:
+            parser.error("give NCLT CSV or Hokuyo files, or --smoke")
+        _report(files, args.runs)
+
+
+def _smoke_files(tmp: Path) -> list[Path]:
+    from bridge_lake.synth.nclt import write_nclt_drive
+
+    write_nclt_drive(tmp, minutes=0.3, seed=1, hits_per_rev=500)
+    return sorted(tmp.glob("*/odometry_cov_100hz.csv")) + sorted(tmp.glob("*/hokuyo_30m.bin"))
+
+
+def _report(files: list[Path], runs_per_file: int) -> None:
     print(f"{'file':28} {'MB':>8} {'records':>9} {'s':>7} {'import MB':>10} {'peak MB':>8}")
-    for path in args.files:
-        runs = [in_subprocess(path) for _ in range(args.runs)]
+    for path in files:
+        runs = [in_subprocess(path) for _ in range(runs_per_file)]
         best = min(r["seconds"] for r in runs)
         peak = max(r["peak_mb"] for r in runs)
         print(
