@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,11 +95,8 @@ def _ring_column(ring: np.ndarray) -> pa.Array:
 class _LidarWriter:
     """Collects scans of one stream and writes points and scan rows in bounded batches.
 
-    Encoding Parquet (zstd) costs more than decoding the hits, so point batches are written
-    on one background thread while the main thread decodes the next scans (pyarrow releases
-    the GIL while encoding). Only that thread calls `sink.write` for this stream's
-    lidar_points, one batch at a time and in order; at most one batch waits, so memory stays
-    at about two POINT_BATCH_ROWS batches. `close()` re-raises any write error."""
+    Points go to the sink about POINT_BATCH_ROWS at a time (the sink's lidar_points writer
+    encodes them on background threads); a scan row is written only after its points."""
 
     def __init__(self, sink: DriveSink, stream: str, counts: LidarCounts) -> None:
         self.sink = sink
@@ -108,8 +104,6 @@ class _LidarWriter:
         self.counts = counts
         self.points: list[pa.RecordBatch] = []
         self.point_rows = 0
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"nclt-{stream}")
-        self.pending: Future[None] | None = None
         self.scans: dict[str, list] = {k: [] for k in ("scan_id", "start", "end", "n", "cut")}
 
     def add(
@@ -155,12 +149,8 @@ class _LidarWriter:
             self.flush_scans()
 
     def flush_points(self) -> None:
-        if self.pending is not None:
-            self.pending.result()
-            self.pending = None
         if self.points:
-            table = pa.Table.from_batches(self.points)
-            self.pending = self.pool.submit(self.sink.write, self.stream, "lidar_points", table)
+            self.sink.write(self.stream, "lidar_points", pa.Table.from_batches(self.points))
         self.points, self.point_rows = [], 0
 
     def flush_scans(self) -> None:
@@ -186,23 +176,12 @@ class _LidarWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
-        if exc_type is None:
+        if exc_type is None:  # failing, the sink aborts every writer
             self.close()
-            return
-        # failing: let the background write finish before the sink aborts its writers
-        if self.pending is not None:
-            self.pending.exception()
-        self.pool.shutdown(wait=True)
 
     def close(self) -> None:
         """Points first: a scan row is only written once its points are (a crash aborts both)."""
-        try:
-            self.flush_points()
-            if self.pending is not None:
-                self.pending.result()
-                self.pending = None
-        finally:
-            self.pool.shutdown(wait=True)
+        self.flush_points()
         self.flush_scans()
 
 
