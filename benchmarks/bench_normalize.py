@@ -10,7 +10,8 @@ velodyne_hits.bin, read_velodyne_sync per scan file, iter_hokuyo, read_lb3_image
 touches nothing else; "normalize" runs normalize_nclt into a fresh temporary lake and
 publishes it (sink.finish). Throughput is the session's file bytes over wall time. Each run
 is a fresh subprocess, so its peak RSS (resource.getrusage(RUSAGE_SELF).ru_maxrss) is that
-run's alone; the files were just written, so both sides read from the page cache. Target
+run's alone. The readers run before and after normalizing and the faster run counts: a drive of
+many GB is not all in the page cache after synthesis, and the first pass warms it. Target
 (issue 6): normalization at >= 50% of the readers' throughput, peak RSS independent of the
 drive's length. Every figure printed is measured in this run.
 """
@@ -130,8 +131,10 @@ def main() -> None:
             raw, synth_s = synthesize(work / label / "raw", minutes, args.hits_per_rev)
             size = session_bytes(raw)
             print(f"{label}: {minutes:g} min, {size / MB:,.0f} MB synthesized in {synth_s:.1f} s")
-            readers = in_subprocess("readers", str(raw))
+            first = in_subprocess("readers", str(raw))
             normalized = in_subprocess("normalize", str(raw), str(work / label / "lake"))
+            again = in_subprocess("readers", str(raw))  # warm: a 30-min drive is 12 GB
+            readers = min(first, again, key=lambda r: r["seconds"])
             rows[label] = (minutes, size, readers, normalized)
             shutil.rmtree(work / label / "lake")
             if label == "short":
