@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -162,3 +163,65 @@ def test_velodyne_sync_exact_values_and_truncation_error(tmp_path):
     path.write_bytes(hit(0, 0, 0) + b"\x01\x02\x03")
     with pytest.raises(TruncatedFileError, match=str(path)):
         read_velodyne_sync(path)
+
+
+def uniform_hits_file(path, packets, hits_per_packet=384):
+    """`packets` packets of `hits_per_packet` hits each, built as one structured array."""
+    record = np.dtype(
+        [
+            ("magic", "<u8"),
+            ("num_hits", "<u4"),
+            ("utime", "<u8"),
+            ("pad", "<u4"),
+            ("hits", "<u8", (hits_per_packet,)),
+        ]
+    )
+    data = np.zeros(packets, record)
+    data["magic"] = np.frombuffer(packet(0, [])[:8], "<u8")[0]
+    data["num_hits"] = hits_per_packet
+    data["utime"] = T0 + 553 * np.arange(packets)
+    data["hits"] = np.arange(packets * hits_per_packet, dtype="<u8").reshape(packets, -1)
+    data.tofile(path)
+    return packets * hits_per_packet
+
+
+def test_decode_futures_never_run_ahead_of_the_consumer(tmp_path, monkeypatch):
+    """However slow the consumer, at most workers + 1 decoded batches exist at a time."""
+    path = tmp_path / "velodyne_hits.bin"
+    hits = uniform_hits_file(path, 2000)
+    monkeypatch.setattr(velodyne, "WINDOW_BYTES", 200_000)
+    submitted = []
+    real_pool = velodyne.ThreadPoolExecutor
+
+    class CountingPool(real_pool):
+        def submit(self, fn, *args, **kwargs):
+            submitted.append(1)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(velodyne, "ThreadPoolExecutor", CountingPool)
+    consumed, rows, ahead = 0, 0, []
+    for batch in iter_velodyne_hits(path, batch_hits=1000, threads=2):
+        consumed += 1
+        rows += batch.num_rows
+        ahead.append(len(submitted) - consumed)
+    assert rows == hits and consumed == len(submitted) > 100 and sum(ahead) > 0
+    assert max(ahead) <= 2 + 1
+
+
+def rss_file_kib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_mapped_pages_behind_the_decoder_leave_the_resident_set(tmp_path, monkeypatch):
+    """A 50 MB file read through 1 MB windows keeps a few MB of it mapped, not all of it."""
+    path = tmp_path / "velodyne_hits.bin"
+    uniform_hits_file(path, 16_000)
+    monkeypatch.setattr(velodyne, "WINDOW_BYTES", 1 << 20)
+    batches = iter_velodyne_hits(path, batch_hits=20_000)
+    next(batches)
+    start, peak = rss_file_kib(), 0
+    for _ in batches:
+        peak = max(peak, rss_file_kib() - start)
+    assert peak < 8 << 10, f"{peak} KiB of the file stayed resident"
