@@ -13,13 +13,14 @@ best of `--repeat` runs counts. Not a test: it prints figures.
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 import zlib
 from pathlib import Path
+
+from peak_rss import peak_rss_mb
 
 from bridge_lake.formats.adtf import open_dat
 from bridge_lake.formats.adtf.ddl_decode import decode
@@ -85,17 +86,6 @@ def bench_read(path: Path, repeat: int) -> None:
             f"{n / s / 1e6:6.3f} M samples/s"
         )
     print(f"  ratio (vendor time / our time): {best['vendor'] / best['ours']:.2f}")
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set. VmHWM belongs to the process image (ru_maxrss would
-    inherit the parent's high-water mark through fork)."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_rss(path: Path) -> None:

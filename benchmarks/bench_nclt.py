@@ -7,7 +7,7 @@ Both decoders read the same synthetic file (bridge_lake.synth.nclt at a realisti
 per revolution) and produce Arrow record batches. The loop is the devkit's read_vel_hits.py
 style (read 2 bytes at a time, struct.unpack each field, convert per hit) with its values
 collected into Arrow batches. Larger files are the base file repeated with shifted packet
-utimes. Peak RSS is resource.getrusage(RUSAGE_SELF).ru_maxrss of a fresh subprocess that
+utimes. Peak RSS is VmHWM (peak_rss.py) of a fresh subprocess that
 only streams the file. Every figure printed is measured in this run.
 """
 
@@ -106,12 +106,13 @@ def tiled(base: Path, out: Path, copies: int) -> Path:
 def peak_rss_streaming(path: Path) -> tuple[float, float]:
     """(seconds, peak RSS MB) of a fresh process that streams `path` through our reader."""
     code = (
-        "import resource, sys, time; from pathlib import Path;"
+        f"import sys, time; sys.path.insert(0, {str(Path(__file__).parent)!r});"
+        "from pathlib import Path; from peak_rss import peak_rss_mb;"
         "from bridge_lake.formats.nclt.velodyne import iter_velodyne_hits;"
         "t0 = time.perf_counter();"
         "n = sum(b.num_rows for b in iter_velodyne_hits(Path(sys.argv[1])));"
         "dt = time.perf_counter() - t0;"
-        "print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n)"
+        "print(dt, peak_rss_mb(), n)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True

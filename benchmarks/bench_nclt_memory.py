@@ -6,7 +6,7 @@
 
 The reader comes from the file name (nclt_kind): a CSV is parsed with load_table (the typed
 frame is kept, as the normalizer keeps it), a Hokuyo binary is iterated with iter_hokuyo
-(nothing kept). Every run is a fresh subprocess, so its peak RSS (ru_maxrss) is that run's
+(nothing kept). Every run is a fresh subprocess, so its peak RSS (VmHWM, peak_rss.py) is that run's
 alone. `import` is the peak after importing the libraries and before the file is opened:
 peak - import is what reading the file cost. Issue 6 wants that independent of the drive's
 length, so give a file and a cut of it (e.g. `head -n` of a CSV) and compare. Every figure
@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from peak_rss import peak_rss_mb
+
 MB = 1e6
 HERE = Path(__file__).resolve()
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set so far (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(path: Path) -> dict[str, float]:

@@ -9,9 +9,9 @@ readers the normalizer itself uses (load_table for each CSV, iter_scans for
 velodyne_hits.bin, read_velodyne_sync per scan file, iter_hokuyo, read_lb3_image) and
 touches nothing else; "normalize" runs normalize_nclt into a fresh temporary lake and
 publishes it (sink.finish). Throughput is the session's file bytes over wall time. Each run
-is a fresh subprocess, so its peak RSS (resource.getrusage(RUSAGE_SELF).ru_maxrss) is that
-run's alone. The readers run before and after normalizing and the faster run counts: a drive of
-many GB is not all in the page cache after synthesis, and the first pass warms it. Target
+is a fresh subprocess, so its peak RSS (VmHWM, see peak_rss.py) is that run's alone. The
+readers run before and after normalizing and the faster run counts: a drive of many GB is not
+all in the page cache after synthesis, and the first pass warms it. Target
 (issue 6): normalization at >= 50% of the readers' throughput, peak RSS independent of the
 drive's length. Every figure printed is measured in this run.
 """
@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from peak_rss import peak_rss_mb
 
 MB = 1e6
 HERE = Path(__file__).resolve()
@@ -119,7 +120,7 @@ def main() -> None:
             figures = child_readers(Path(paths[0]))
         else:
             figures = child_normalize(Path(paths[0]), Path(paths[1]))
-        figures["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        figures["max_rss_mb"] = peak_rss_mb()
         print(json.dumps(figures))
         return
     if args.smoke:

@@ -11,7 +11,7 @@ Timed on the same synthetic drive (bridge_lake.synth.adtf), best of `--repeat` r
                  building: the normalizer's own cost);
 - normalize+lake: `normalize_adtf` into the real `DriveSink` plus `finish()` (Parquet writes).
 Ratios are reader time / normalize time (1.0 = normalizing is as fast as reading).
-Peak RSS is ru_maxrss of a fresh subprocess running normalize+lake on one drive.
+Peak RSS is VmHWM (peak_rss.py) of a fresh subprocess running normalize+lake on one drive.
 Every figure printed is measured in this run.
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from peak_rss import peak_rss_mb
 
 from bridge_lake.formats.adtf import open_dat
 from bridge_lake.lake import Lake
@@ -94,7 +94,7 @@ def _normalize_full(drive: Path, lake_dir: Path) -> int:
 
 def _rss_child(drive: str, lake_dir: str) -> None:
     _normalize_full(Path(drive), Path(lake_dir))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
+    print(peak_rss_mb())
 
 
 def _peak_rss_mb(drive: Path, lake_dir: Path) -> float:
@@ -104,7 +104,7 @@ def _peak_rss_mb(drive: Path, lake_dir: Path) -> float:
         capture_output=True,
         text=True,
     )
-    return int(out.stdout.strip().splitlines()[-1]) / 1024
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
