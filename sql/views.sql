@@ -67,6 +67,26 @@ CREATE OR REPLACE VIEW normalized_quarantine AS
 SELECT * FROM read_parquet(getvariable('lake') || '/normalized/quarantine/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
+CREATE OR REPLACE VIEW calibrated_tf_static AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/tf_static/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW calibrated_poses AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/poses/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW calibrated_map_origin AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/map_origin/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW calibrated_lidar_points AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/lidar_points/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW calibrated_frames AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
 -- One row per drive: its metadata and what landed, by format.
 CREATE OR REPLACE VIEW drive_summary AS
 SELECT d.drive, d.vehicle, d.source, d.recorded_at, d.file_count, d.total_bytes,

@@ -13,7 +13,7 @@ def render_tables_md() -> str:
     lines = [
         "# Lake tables",
         "",
-        "Generated from `bridge_lake/lake/schemas.py` by `python -m bridge_lake.lake.docs`; "
+        "Generated from `bridge_lake/lake/schemas/` by `python -m bridge_lake.lake.docs`; "
         "do not edit by hand.",
         "",
         "Every table lives at `<lake>/<layer>/<table>/drive=<drive_id>/part-<n>.parquet`; "

@@ -9,13 +9,11 @@ vectorized pass over data that is in memory anyway.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge_lake.findings import Finding
 from bridge_lake.lake.schemas import SENSOR_TABLES
 
 RATE_TOLERANCE = 0.3
@@ -30,16 +28,6 @@ MAX_GYRO = 35.0
 """|angular velocity| above 2000 °/s is beyond automotive IMUs."""
 QUAT_TOLERANCE = 1e-3
 ALT_RANGE = (-500.0, 9000.0)
-
-
-@dataclass(frozen=True)
-class Finding:
-    table: str
-    check: str
-    passed: bool
-    error: bool
-    """ERROR (blocking) or WARN."""
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 CHECKS: dict[str, tuple[str, bool]] = {

@@ -1,93 +1,15 @@
-"""Every lake table's schema, in one place, with the words that document it.
-
-Assets, tests, the SQL views and docs/tables.md all take their columns from here. The drive
-is not a column inside the files: it is the Hive partition (`drive=<id>`) of every table.
-"""
+"""Normalized layer: every sensor table on the master clock, in sensor frames and SI units,
+plus the stream catalog and the quarantine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
+from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec
 
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: pa.DataType
-    description: str
-    nullable: bool = True
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    layer: str
-    name: str
-    description: str
-    columns: tuple[Column, ...]
-
-    @property
-    def schema(self) -> pa.Schema:
-        return pa.schema(
-            [pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns],
-            metadata={"bridge_lake.table": f"{self.layer}/{self.name}"},
-        )
-
-
-RAW_MANIFEST = TableSpec(
-    "raw",
-    "manifest",
-    "Every file of a drive as it landed: the registration and checksum of the raw layer.",
-    (
-        Column("path", pa.string(), "path relative to the drive folder (POSIX)", nullable=False),
-        Column("size_bytes", pa.int64(), "file size in bytes", nullable=False),
-        Column("sha256", pa.string(), "hex SHA-256 of the content; null if unreadable"),
-        Column(
-            "format",
-            pa.string(),
-            "adtf | adtf_description | nclt | drive_yaml | unknown",
-            nullable=False,
-        ),
-        Column("format_version", pa.int32(), "IFHD version for ADTF files (e.g. 0x0201 = 513)"),
-        Column("kind", pa.string(), "NCLT file kind (gps, velodyne_hits, ...) or ADTF generation"),
-        Column("readable", pa.bool_(), "false if the file could not be read", nullable=False),
-        Column("problem", pa.string(), "why the file is unreadable or not valid as its format"),
-    ),
-)
-
-RAW_DRIVES = TableSpec(
-    "raw",
-    "drives",
-    "One row per drive: the collection metadata log from drive.yaml plus file totals.",
-    (
-        Column("vehicle", pa.string(), "vehicle or rig name (required in drive.yaml)"),
-        Column("source", pa.string(), "nclt | adtf"),
-        Column("operator", pa.string(), "who drove or recorded"),
-        Column("route", pa.string(), "route or area"),
-        Column("weather", pa.string(), "weather and light conditions"),
-        Column("notes", pa.string(), "free notes"),
-        Column("recorded_at", pa.string(), "recording date or time as written (ISO 8601)"),
-        Column("tags", pa.list_(pa.string()), "free tags"),
-        Column("extra_json", pa.string(), "any other drive.yaml keys, as sorted JSON"),
-        Column("metadata_problem", pa.string(), "why drive.yaml is missing or invalid; else null"),
-        Column("file_count", pa.int64(), "files in the drive folder", nullable=False),
-        Column("total_bytes", pa.int64(), "bytes in the drive folder", nullable=False),
-        Column(
-            "recording_count",
-            pa.int64(),
-            "files recognised as ADTF or NCLT recordings",
-            nullable=False,
-        ),
-    ),
-)
-
-
-# --- normalized layer ----------------------------------------------------------------------
 # Every sensor table starts with the same four columns. `stream` names the source stream
 # (an NCLT file kind such as `ms25`, or an ADTF stream name), so conservation, rates and the
 # clock fit are per stream while analysts query one table per sensor kind.
-
-F64, F32 = pa.float64(), pa.float32()
 
 
 def _sensor_columns(sensor_time: bool = True) -> tuple[Column, ...]:
@@ -351,5 +273,4 @@ SENSOR_TABLES: tuple[TableSpec, ...] = (
 )
 """Normalized sensor tables, each keyed by `stream`."""
 NORMALIZED: dict[str, TableSpec] = {t.name: t for t in (*SENSOR_TABLES, STREAMS, QUARANTINE)}
-TABLES: tuple[TableSpec, ...] = (RAW_MANIFEST, RAW_DRIVES, *NORMALIZED.values())
 QUARANTINE_RAW_CAP = 4096
