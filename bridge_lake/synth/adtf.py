@@ -27,8 +27,10 @@ from pathlib import Path
 import av
 import numpy as np
 
+from bridge_lake.calibrate.rig import SHIPPED_RIGS, load_rig
 from bridge_lake.formats.adtf.samples import Property, StreamType
 from bridge_lake.formats.adtf.writer import DatWriter
+from bridge_lake.geometry import enu_to_geodetic
 
 START = dt.datetime(2024, 5, 14, 9, 30, tzinfo=dt.UTC)
 BLOCK = 20_000
@@ -85,6 +87,10 @@ DDL_STRUCTS = {
  <element name="f32Z" type="tFloat32" arraysize="1" bytepos="8" byteorder="LE" alignment="1"/>
  <element name="f32Intensity" type="tFloat32" arraysize="1" bytepos="12" byteorder="LE"
    alignment="1"/>
+ <element name="ui16Ring" type="tUInt16" arraysize="1" bytepos="16" byteorder="LE"
+   alignment="1"/>
+ <element name="ui32TimeOffsetNs" type="tUInt32" arraysize="1" bytepos="18" byteorder="LE"
+   alignment="1"/>
 </struct>""",
     "tLidarScan": """<struct name="tLidarScan" alignment="1" version="1">
  <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
@@ -121,6 +127,25 @@ GNSS_DTYPE = np.dtype(
     ]
 )
 LIDAR_HEAD = np.dtype([("stamp", "<i8"), ("frame", "<u4"), ("count", "<u4")])
+LIDAR_POINT = np.dtype(
+    [
+        ("x", "<f4"),
+        ("y", "<f4"),
+        ("z", "<f4"),
+        ("intensity", "<f4"),
+        ("ring", "<u2"),
+        ("time_offset_ns", "<u4"),
+    ]
+)
+"""tLidarPoint: packed 22 bytes, ring and per-point time as rotating-lidar drivers give them."""
+GNSS_ORIGIN = (48.7758, 11.4320, 371.2)
+"""Latitude, longitude [deg] and altitude [m] of the track's ENU origin (a proving ground)."""
+RIG = SHIPPED_RIGS / "test-vehicle-01.yaml"
+"""The rig the recordings are generated from (and calibrated with)."""
+LIDAR_SCAN_NS = 100_000_000
+"""One revolution of the rotating lidar: 10 Hz."""
+CORRIDOR_HALF_WIDTH = 12.0
+"""The lidar sees the ground (z = 0 in base_link) and two walls at y = ±12 m of base_link."""
 
 
 def _ddl_type(struct_name: str, *deps: str, meta_type: str = "adtf/default") -> StreamType:
@@ -288,21 +313,30 @@ def _imu_source(track: Track, start: int, rng, seconds: float) -> Source:
 
 
 def _gnss_source(track: Track, start: int, rng, seconds: float) -> Source:
+    """Fixes of the roof antenna (the rig's `gnss` frame): lat/lon/alt from the track's ENU
+    position plus the lever arm, course over ground clockwise from north."""
     capture = start + np.arange(int(seconds * 10)) * 100_000_000
     clock = DeviceClock(rng, 1)
-    lat0, lon0 = 48.7758, 11.4320
+    lever = load_rig(RIG).to_base("gnss").translation
     noise = rng.normal(0, 1, (len(capture), 3))
 
     def payloads(lo: int, hi: int) -> list[memoryview]:
         sec = (capture[lo:hi] - start) / 1e9
         rec = np.zeros(hi - lo, dtype=GNSS_DTYPE)
         rec["stamp"] = clock(capture[lo:hi], start)
-        rec["lat"] = lat0 + (track.at(sec, "y") + noise[lo:hi, 0] * 0.02) / 111_320.0
-        coslat = np.cos(np.radians(lat0))
-        rec["lon"] = lon0 + (track.at(sec, "x") + noise[lo:hi, 1] * 0.02) / (111_320.0 * coslat)
-        rec["alt"] = 371.2 + noise[lo:hi, 2] * 0.05
+        yaw = track.at(sec, "heading")
+        c, s = np.cos(yaw), np.sin(yaw)
+        enu = np.stack(
+            [
+                track.at(sec, "x") + c * lever[0] - s * lever[1] + noise[lo:hi, 0] * 0.02,
+                track.at(sec, "y") + s * lever[0] + c * lever[1] + noise[lo:hi, 1] * 0.02,
+                lever[2] + noise[lo:hi, 2] * 0.05,
+            ],
+            axis=-1,
+        )
+        rec["lat"], rec["lon"], rec["alt"] = enu_to_geodetic(enu, *GNSS_ORIGIN)
         rec["speed"] = track.at(sec, "speed")
-        rec["heading"] = np.degrees(track.at(sec, "heading"))
+        rec["heading"] = np.mod(90.0 - np.degrees(yaw), 360.0)
         rec["fix"] = 4
         rec["sats"] = 14 + (np.arange(lo, hi) // 600) % 5
         return _rows(rec)
@@ -313,28 +347,45 @@ def _gnss_source(track: Track, start: int, rng, seconds: float) -> Source:
 
 
 def _lidar_source(track: Track, start: int, rng, seconds: float, points: int) -> Source:
-    capture = start + np.arange(int(seconds * 10)) * 100_000_000
+    """A 16-beam rotating lidar on the roof (the rig's `lidar_top`): rays cast in base_link
+    against the ground and the corridor walls, written in the sensor frame with ring and
+    per-point time, so the calibrated layer must put them back on z = 0 and y = ±12 m."""
+    capture = start + np.arange(int(seconds * 10)) * LIDAR_SCAN_NS
     clock = DeviceClock(rng, 1)
+    mount = load_rig(RIG).to_base("lidar_top")
     beams = np.radians(np.linspace(-15.0, 15.0, 16))
-    az = np.linspace(0, 2 * np.pi, points // 16, endpoint=False)
+    steps = points // 16
+    az = np.linspace(0, 2 * np.pi, steps, endpoint=False)
+    elev = np.tile(beams, steps)  # firing order: all beams of one azimuth, then the next
+    ring = np.tile(np.arange(16, dtype=np.uint16), steps)
+    offset = (np.repeat(np.arange(steps), 16) * LIDAR_SCAN_NS // steps).astype(np.uint32)
 
     def payloads(lo: int, hi: int) -> list[bytes]:
         out = []
         frame_rng = np.random.default_rng([int(capture[lo]) & 0xFFFFFFFF, lo])
         stamps = clock(capture[lo:hi], start)
         for k in range(hi - lo):
-            # per frame: a ground ring below the horizon, walls of the track corridor above
-            elev = np.repeat(beams, len(az))
-            azim = np.tile(az, len(beams)) + (lo + k) * 0.01
-            ground = 1.9 / np.maximum(np.tan(-elev), 1e-3)
-            wall = 12.0 / np.maximum(np.abs(np.sin(azim)), 0.15)
-            rng_m = np.where(elev < 0, np.minimum(ground, 80.0), np.minimum(wall, 80.0))
+            azim = np.repeat(az, 16) + (lo + k) * 0.01
+            local = np.stack(
+                [np.cos(elev) * np.cos(azim), np.cos(elev) * np.sin(azim), np.sin(elev)], -1
+            )
+            d = mount.rotation.apply(local)
+            o = mount.translation
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ground = np.where(d[:, 2] < -1e-6, -o[2] / d[:, 2], np.inf)
+                wall = np.where(
+                    np.abs(d[:, 1]) > 1e-6,
+                    (np.sign(d[:, 1]) * CORRIDOR_HALF_WIDTH - o[1]) / d[:, 1],
+                    np.inf,
+                )
+            rng_m = np.minimum(np.minimum(ground, wall), 80.0)
             rng_m = rng_m + frame_rng.normal(0, 0.02, rng_m.shape)
-            pts = np.empty((len(rng_m), 4), dtype="<f4")
-            pts[:, 0] = rng_m * np.cos(elev) * np.cos(azim)
-            pts[:, 1] = rng_m * np.cos(elev) * np.sin(azim)
-            pts[:, 2] = rng_m * np.sin(elev) + 1.9
-            pts[:, 3] = np.clip(80.0 / (1 + rng_m), 0, 255)
+            pts = np.empty(len(rng_m), dtype=LIDAR_POINT)
+            for i, axis in enumerate("xyz"):
+                pts[axis] = rng_m * local[:, i]
+            pts["intensity"] = np.clip(80.0 / (1 + rng_m), 0, 255)
+            pts["ring"] = ring
+            pts["time_offset_ns"] = offset
             head = np.zeros(1, dtype=LIDAR_HEAD)
             head["stamp"], head["frame"], head["count"] = stamps[k], lo + k, len(pts)
             out.append(head.tobytes() + pts.tobytes())
@@ -403,6 +454,13 @@ def _camera_source(track: Track, start: int, rng, seconds: float, fps: int) -> S
     return Source(
         "front_camera", stype, capture, _chunk_times(capture, rng, (8000, 20000)), payloads, keys
     )
+
+
+def truth_track(minutes: float, seed: int) -> Track:
+    """The trajectory `write_adtf_drive(minutes=minutes, seed=seed)` drove: base_link in the
+    ENU frame at GNSS_ORIGIN (x east, y north, heading counter-clockwise from east), for tests
+    that compare estimates with the truth."""
+    return Track.build(minutes * 60.0 + 1.0, np.random.default_rng(seed))
 
 
 def write_adtf_drive(

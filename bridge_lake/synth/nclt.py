@@ -20,6 +20,7 @@ it, which keeps revolution membership unambiguous for tests.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import struct
 from dataclasses import dataclass
@@ -28,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from bridge_lake.calibrate.rig import SHIPPED_RIGS, Rig, load_rig
 from bridge_lake.formats.nclt import constants as C
 from bridge_lake.formats.nclt.csv_tables import COLUMNS, COV_INDEX
 from bridge_lake.formats.nclt.images import encode_baseline_tiff
+from bridge_lake.geometry import Transform, quaternion_to_rpy, rpy_to_matrix
 
 FAULTS = frozenset(
     {
@@ -65,9 +68,23 @@ SEAM_PHASE_BLOCKS = 6
 MAST_HALF_WIDTH = np.radians(0.5)
 RETURN_FRACTION = 0.93
 """Share of firing slots of this scene that return an echo (measured on it); sets the density."""
+RIG = SHIPPED_RIGS / "nclt-segway.yaml"
+"""The rig the sensors are mounted by (the same file the calibrated layer uses)."""
+
+
+@functools.cache
+def _rig() -> Rig:
+    return load_rig(RIG)
+
+
+def _mount(frame: str) -> Transform:
+    """T_body_sensor of an NCLT sensor, from the rig (NCLT's x_body_* numbers)."""
+    return _rig().frames[frame].transform
+
+
 SENSOR_HEIGHT = 1.2
 """Velodyne above the ground, metres (body origin on the axle, 0.243 m above the ground)."""
-AXLE_HEIGHT = SENSOR_HEIGHT + C.VELODYNE_IN_BODY[2]
+AXLE_HEIGHT = SENSOR_HEIGHT + float(_mount("velodyne").translation[2])
 MAX_RANGE = 100.0
 TRACK_WIDTH = 0.56
 """Segway wheel track, metres."""
@@ -235,26 +252,6 @@ def _grid(
     return t[t <= t1]
 
 
-def _rot(roll: np.ndarray, pitch: np.ndarray, yaw: np.ndarray) -> np.ndarray:
-    """R = Rz(yaw) Ry(pitch) Rx(roll), shape (..., 3, 3): the devkit's ssc_to_homo."""
-    cr, sr, cp, sp, cy, sy = (
-        np.cos(roll),
-        np.sin(roll),
-        np.cos(pitch),
-        np.sin(pitch),
-        np.cos(yaw),
-        np.sin(yaw),
-    )
-    return np.stack(
-        [
-            np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1),
-            np.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1),
-            np.stack([-sp, cp * sr, cp * cr], -1),
-        ],
-        -2,
-    )
-
-
 def _fmt(values: np.ndarray) -> list[str]:
     """`%.15g` per value: up to 15 significant digits, whole numbers without a decimal point,
     `nan` lower case — the number format of the real CSVs (spec §3)."""
@@ -338,7 +335,7 @@ def _write_csvs(w: _Writer, traj: Trajectory, rng: np.random.Generator, date: st
     ]
     vel = np.stack([np.gradient(p[k]) / dt_s for k in ("x", "y", "z")], -1)
     acc = np.stack([np.gradient(vel[:, i]) / dt_s for i in range(3)], -1)
-    rot = _rot(r, q, p["heading"])
+    rot = rpy_to_matrix(r, q, p["heading"])
     specific = np.einsum("nji,nj->ni", rot, acc - np.array([0.0, 0.0, GRAVITY]))
     mag = np.einsum("nji,j->ni", rot, EARTH_FIELD_NED)
     cols = [
@@ -398,14 +395,10 @@ def _text_faults(w: _Writer, rel: str, fault: str, line_index: int, broken: byte
 def _ned_to_geodetic(
     x: np.ndarray, y: np.ndarray, z: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inverse of the ground-truth linearisation of calibration.yaml: radians, radians, metres."""
-    r_ns, r_ew = C.gt_radii()
-    lat0, lon0 = np.radians(C.GT_ORIGIN_LAT_DEG), np.radians(C.GT_ORIGIN_LON_DEG)
-    return (
-        lat0 + np.arcsin(x / r_ns),
-        lon0 + np.arcsin(y / (r_ew * np.cos(lat0))),
-        C.GT_ORIGIN_ALT_M - z,
-    )
+    """Inverse of the ground-truth linearization of the rig: radians, radians, metres (the
+    units of gps.csv)."""
+    lat, lon, alt = _rig().ground_truth.linearized_ned().to_geodetic(x, y, z)
+    return np.radians(lat), np.radians(lon), alt
 
 
 def _write_gps(w: _Writer, traj: Trajectory, rng: np.random.Generator) -> None:
@@ -584,15 +577,12 @@ def _within(t: np.ndarray, dz: np.ndarray, height: np.ndarray, top: np.ndarray) 
     return np.where((above >= 0) & (above <= top), t, np.inf)
 
 
-def _sensor_rays(
-    traj: Trajectory, utime: np.ndarray, mount: tuple[float, ...], local_dirs: np.ndarray
-):
+def _sensor_rays(traj: Trajectory, utime: np.ndarray, mount: Transform, local_dirs: np.ndarray):
     """World origins and directions of sensor-frame unit vectors at each utime (row-aligned)."""
     p = traj.at(utime)
-    r_wb = _rot(p["roll"], p["pitch"], p["heading"])
-    r_bs = _rot(*(np.radians(a) for a in mount[3:]))
-    origin = np.stack([p["x"], p["y"], p["z"]], -1) + r_wb @ np.array(mount[:3])
-    direction = np.einsum("nij,jk,nk->ni", r_wb, r_bs, local_dirs)
+    r_wb = rpy_to_matrix(p["roll"], p["pitch"], p["heading"])
+    origin = np.stack([p["x"], p["y"], p["z"]], -1) + r_wb @ mount.translation
+    direction = np.einsum("nij,jk,nk->ni", r_wb, mount.matrix, local_dirs)
     height = p["z"] + AXLE_HEIGHT - origin[:, 2]
     return origin, direction, height
 
@@ -685,9 +675,10 @@ def _fire(
     blocks, first, inverse = np.unique(block, return_index=True, return_inverse=True)
     b_utime = t0 + (blocks // BLOCKS_PER_PACKET * REV_US) // PACKETS_PER_REV
     p = traj.at(b_utime)
-    yaw_v = np.radians(C.VELODYNE_IN_BODY[5])
+    velodyne = _mount("velodyne")
+    yaw_v = quaternion_to_rpy(velodyne.quaternion)[2]
     ch, sh = np.cos(p["heading"]), np.sin(p["heading"])
-    mx, my = C.VELODYNE_IN_BODY[0], C.VELODYNE_IN_BODY[1]
+    mx, my = velodyne.translation[:2]
     ox, oy = p["x"] + ch * mx - sh * my, p["y"] + sh * mx + ch * my
     world_az = p["heading"] + yaw_v + az[first]
     flat = scene.horizontal(ox, oy, np.cos(world_az), np.sin(world_az))
@@ -762,8 +753,8 @@ def _velodyne_faults(w: _Writer, path: Path, offsets: np.ndarray) -> None:
 
 def _write_hokuyo(w: _Writer, traj: Trajectory, scene: _Scene, rng: np.random.Generator) -> None:
     """Planar scans of the same walls and poles; no-returns written as code 20000 (0 m)."""
-    mounts = {"hokuyo_30m": (C.HOKUYO_30M_IN_BODY, 30.0), "hokuyo_4m": (C.HOKUYO_4M_IN_BODY, 4.0)}
-    for kind, (mount, max_range) in mounts.items():
+    for kind, max_range in (("hokuyo_30m", 30.0), ("hokuyo_4m", 4.0)):
+        mount = _mount(kind)
         spec = C.HOKUYO[kind]
         t = _grid(traj, RATES_HZ[kind], rng, jitter=0.01)
         ang = spec["angle_min"] + np.arange(spec["ranges"]) * spec["angle_inc"]

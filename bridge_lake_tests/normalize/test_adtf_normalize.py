@@ -169,12 +169,12 @@ def test_lidar_scans_and_points(small):
     k = n_scans // 2
     raw = vendor["lidar_top"][k][1]
     frame = struct.unpack_from("<I", raw, 8)[0]
-    pts = np.frombuffer(raw, dtype="<f4", offset=16).reshape(-1, 4)
+    pts = np.frombuffer(raw, dtype=synth.LIDAR_POINT, offset=16)
     assert scans.column("sensor_scan_id")[k].as_py() == frame
     mine = points.filter(pa.compute.equal(points.column("scan_id"), scans.column("scan_id")[k]))
-    got = np.stack([mine.column(c).to_numpy() for c in ("x", "y", "z", "intensity")], axis=1)
-    assert np.array_equal(got, pts)
-    assert mine.column("time_offset_ns").null_count == mine.num_rows  # no per-point time
+    for c in ("x", "y", "z", "intensity", "ring", "time_offset_ns"):
+        assert np.array_equal(mine.column(c).to_numpy(), pts[c]), c
+    assert 0 < mine.column("time_offset_ns").to_numpy().max() < 100_000_000
 
 
 def test_camera_frames(small):
@@ -311,7 +311,8 @@ def _write_damaged(path: Path) -> dict[str, list[int]]:
         for k in range(3):
             lidar_head["count"] = 4 if k != 1 else 1000  # scan 1 claims more points than it has
             lidar_head["frame"] = k
-            pts = np.full((4, 4), k, dtype="<f4")
+            pts = np.zeros(4, dtype=synth.LIDAR_POINT)
+            pts["x"] = pts["y"] = pts["z"] = pts["intensity"] = k
             writes.append((t0 + k * 100_000_000 + 1, sl, lidar_head.tobytes() + pts.tobytes()))
         for k in range(4):
             writes.append((t0 + k * 1_000_000 + 2, sc, can[k].tobytes()))

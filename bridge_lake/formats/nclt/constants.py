@@ -1,9 +1,10 @@
 """Every number of the NCLT file formats, in one place (shared/specs/nclt-format.md).
 
 Readers, the synthetic writer and the tests all import from here, so a wrong constant is
-wrong once and visibly. Rig calibration beyond what the decoders need (extrinsics,
-intrinsics) stays in calibration.yaml; only the laser elevation table is copied, because
-the ring order is part of decoding a scan.
+wrong once and visibly. Rig calibration (extrinsics, intrinsics, the ground-truth origin)
+lives in the rig file calibrate/rigs/nclt-segway.yaml; only the laser elevation table and
+the Velodyne's yaw are copied here, because the ring order and the scan seam are part of
+decoding a scan.
 """
 
 from __future__ import annotations
@@ -65,13 +66,6 @@ LB3_STORED_SIZE = (1616, 1232)
 LB3_UPRIGHT_ROTATION = "rotate_90_clockwise"
 """What makes a stored image upright (calibration.yaml cameras.upright_rotation)."""
 
-GT_ORIGIN_LAT_DEG = 42.293227
-"""Geodetic origin of the local NED frame of the ground truth (calibration.yaml)."""
-GT_ORIGIN_LON_DEG = -83.709657
-GT_ORIGIN_ALT_M = 270.0
-EARTH_A_M = 6378135.0
-EARTH_B_M = 6356750.0
-
 
 def code_to_metres(codes: np.ndarray) -> np.ndarray:
     """Decode unsigned codes exactly as the spec asks: in float64, then float32."""
@@ -82,20 +76,10 @@ CODE_LUT = code_to_metres(np.arange(65536, dtype=np.uint16))
 """float32 metres of every uint16 code: decoding becomes one gather, identical to the formula."""
 
 
-def gt_radii() -> tuple[float, float]:
-    """North-south and east-west radii of the ground-truth linearisation (calibration.yaml)."""
-    a, b = EARTH_A_M, EARTH_B_M
-    lat0 = np.radians(GT_ORIGIN_LAT_DEG)
-    den = (a * np.cos(lat0)) ** 2 + (b * np.sin(lat0)) ** 2
-    return (a * b) ** 2 / den**1.5, a**2 / np.sqrt(den)
-
-
 VELODYNE_IN_BODY = (0.002, -0.004, -0.957, 0.807, 0.166, -90.703)
-"""x_body_vel: [x, y, z] m and [roll, pitch, yaw] degrees (calibration.yaml)."""
+"""x_body_vel: [x, y, z] m and [roll, pitch, yaw] degrees. The rig (calibrate/rigs/nclt-segway.yaml)
+is the source; the reader keeps this copy for where scans are cut, and a test holds the two
+equal."""
 REAR_AZIMUTH = float(np.angle(np.exp(1j * (np.pi - np.radians(VELODYNE_IN_BODY[5])))))
 """Azimuth atan2(y, x) of the body's rear (-x) seen in the Velodyne frame: where scans are cut,
 so the seam falls behind the robot (≈ -89.3°)."""
-HOKUYO_30M_IN_BODY = (0.28, 0.0, -0.44, 180.0, 0.0, 0.0)
-"""x_body_hokuyo_30m (calibration.yaml, single source): mounted upside down."""
-HOKUYO_4M_IN_BODY = (0.31, 0.0, -0.38, 180.0, -40.0, 0.0)
-"""x_body_hokuyo_4m (calibration.yaml, single source): upside down, pitched down 40°."""
