@@ -80,3 +80,12 @@ def s3_bucket(s3_options: dict, request: pytest.FixtureRequest) -> str:
     name = "bl-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
     fs.mkdir(name)
     return name
+
+
+@pytest.fixture(scope="session")
+def synthetic_lake(tmp_path_factory: pytest.TempPathFactory):
+    """A lake with one NCLT and one ADTF synthetic drive (0.2 min), normalized and
+    calibrated. Shared by the session: tests must not write into it."""
+    from bridge_lake_tests.support import build_lake
+
+    return build_lake(tmp_path_factory.mktemp("synthetic_lake"))

@@ -155,6 +155,14 @@ class Transform:
     def matrix(self) -> np.ndarray:
         return self.rotation.as_matrix()
 
+    @property
+    def matrix4(self) -> np.ndarray:
+        """The 4x4 homogeneous matrix [[R, t], [0, 1]]."""
+        m = np.eye(4)
+        m[:3, :3] = self.matrix
+        m[:3, 3] = self.translation
+        return m
+
     def __matmul__(self, other: Transform) -> Transform:
         """T_a_b @ T_b_c = T_a_c."""
         return Transform(

@@ -16,7 +16,7 @@ import posixpath
 import secrets
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -200,13 +200,37 @@ class Lake(FsRoot):
             writer.write(data)
         return writer.published
 
-    def read_partition(self, layer: str, table: str, drive_id: str) -> pa.Table:
+    def read_partition(
+        self, layer: str, table: str, drive_id: str, columns: list[str] | None = None
+    ) -> pa.Table:
+        """The whole partition (only `columns`, if given: Parquet reads just those)."""
+        files = self._existing_files(layer, table, drive_id)
+        return pa.concat_tables(
+            pq.read_table(f, filesystem=self.fs, columns=columns) for f in files
+        )
+
+    def iter_batches(
+        self,
+        layer: str,
+        table: str,
+        drive_id: str,
+        *,
+        columns: list[str] | None = None,
+        batch_rows: int = 1 << 20,
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream a partition in row order, about `batch_rows` rows at a time: memory stays
+        bounded whatever the partition's size (lidar points of a long drive)."""
+        for path in self._existing_files(layer, table, drive_id):
+            with self.fs.open(path, "rb") as f:
+                yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
+
+    def _existing_files(self, layer: str, table: str, drive_id: str) -> list[str]:
         files = self.partition_files(layer, table, drive_id)
         if not files:
             raise BridgeLakeError(
                 f"no partition drive={drive_id} in {layer}/{table} of {self.root}"
             )
-        return pa.concat_tables(pq.read_table(f, filesystem=self.fs) for f in files)
+        return files
 
     def write_bytes(self, relative_path: str, data: bytes) -> str:
         """Write a small file (report, manifest) atomically at `<root>/<relative_path>`."""
