@@ -7,6 +7,8 @@ import warnings
 import dagster as dg
 
 from bridge_lake.defs.partitions import drives
+from bridge_lake.findings import Finding
+from bridge_lake.lake.schemas import TableSpec
 
 
 def check_spec(name: str, asset: str, description: str, *, blocking: bool) -> dg.AssetCheckSpec:
@@ -20,3 +22,34 @@ def check_spec(name: str, asset: str, description: str, *, blocking: bool) -> dg
         return dg.AssetCheckSpec(
             name, asset=asset, description=description, blocking=blocking, partitions_def=drives
         )
+
+
+def check_result(asset: str, finding: Finding) -> dg.AssetCheckResult:
+    """A finding as the UI shows it: a one-line reason as the description, figures as typed
+    metadata (dicts and lists as JSON)."""
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=finding.check,
+        passed=finding.passed,
+        severity=dg.AssetCheckSeverity.ERROR if finding.error else dg.AssetCheckSeverity.WARN,
+        description=finding.summary or None,
+        metadata={
+            k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v
+            for k, v in finding.metadata.items()
+        },
+    )
+
+
+def column_schema(spec: TableSpec) -> dg.TableSchema:
+    """A table's columns for the UI, with the schema module's descriptions and units."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                c.name,
+                str(c.type),
+                description=c.description,
+                constraints=dg.TableColumnConstraints(nullable=c.nullable),
+            )
+            for c in spec.columns
+        ]
+    )

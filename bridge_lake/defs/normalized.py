@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.checks import check_result, check_spec, column_schema
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
@@ -150,9 +150,7 @@ def normalized(
             metadata={
                 "dagster/row_count": result.table_rows[name],
                 "dagster/uri": store.url(files[0]),
-                "dagster/column_schema": dg.TableSchema(
-                    columns=[dg.TableColumn(f.name, str(f.type)) for f in spec.schema]
-                ),
+                "dagster/column_schema": column_schema(spec),
                 "path": dg.MetadataValue.path(store.url(files[0])),
                 "parts": len(files),
                 "streams": dg.MetadataValue.json(streams),
@@ -165,13 +163,4 @@ def normalized(
             },
         )
     for f in findings:
-        yield dg.AssetCheckResult(
-            asset_key=asset_name(f.table),
-            check_name=f.check,
-            passed=f.passed,
-            severity=dg.AssetCheckSeverity.ERROR if f.error else dg.AssetCheckSeverity.WARN,
-            metadata={
-                k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v
-                for k, v in f.metadata.items()
-            },
-        )
+        yield check_result(asset_name(f.table), f)

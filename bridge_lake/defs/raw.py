@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.checks import check_spec, column_schema
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
@@ -55,9 +55,7 @@ def raw_manifest(
         metadata={
             "dagster/row_count": files.num_rows,
             "dagster/uri": store.url(manifest_parts[0]),
-            "dagster/column_schema": dg.TableSchema(
-                columns=[dg.TableColumn(f.name, str(f.type)) for f in RAW_MANIFEST.schema]
-            ),
+            "dagster/column_schema": column_schema(RAW_MANIFEST),
             "path": dg.MetadataValue.path(store.url(manifest_parts[0])),
             "drives_table": dg.MetadataValue.path(store.url(drives_parts[0])),
             "total_bytes": manifest.total_bytes,
