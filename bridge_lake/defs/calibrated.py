@@ -5,7 +5,6 @@ is its own asset with its own checks in the UI. Write-audit-publish like the nor
 layer: when a blocking check fails the previous partitions stay and the step fails.
 """
 
-
 from collections.abc import Iterator
 
 import dagster as dg
