@@ -38,11 +38,13 @@ def synthesize(
     seed: int = 0,
     source: str = "all",
     light: bool = False,
+    nclt_hits_per_rev: int | None = None,
 ) -> list[SynthDrive]:
     """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF.
 
     `light` thins the NCLT lidar (realistic revolutions hold ~50k hits) for demos and tests;
-    every file is still written in its exact format.
+    `nclt_hits_per_rev` sets the density outright (benchmarks). Every file is still written
+    in its exact format.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -53,12 +55,13 @@ def synthesize(
     for i in range(drives):
         kind = source if source != "all" else ("nclt", "adtf")[i % 2]
         drive_seed = seed * 1000 + i
-        made.append(_one_drive(out, kind, i, minutes, drive_seed, light))
+        hits = nclt_hits_per_rev or (LIGHT_NCLT_HITS_PER_REV if light else None)
+        made.append(_one_drive(out, kind, i, minutes, drive_seed, hits))
     return made
 
 
 def _one_drive(
-    out: Path, kind: str, index: int, minutes: float, seed: int, light: bool
+    out: Path, kind: str, index: int, minutes: float, seed: int, hits: int | None
 ) -> SynthDrive:
     if kind == "nclt":
         from bridge_lake.synth.nclt import write_nclt_drive
@@ -67,7 +70,7 @@ def _one_drive(
         drive_id = validate_drive_id(f"nclt-{date}-s{seed}")
         path = out / drive_id
         path.mkdir(parents=True, exist_ok=True)
-        density = {"hits_per_rev": LIGHT_NCLT_HITS_PER_REV} if light else {}
+        density = {"hits_per_rev": hits} if hits else {}
         files = write_nclt_drive(path, minutes=minutes, seed=seed, date=date, **density)
         meta = DriveMeta(
             vehicle="nclt-segway",
