@@ -1,0 +1,471 @@
+"""Export one drive of the lake to MCAP, a ROS 2 bag or a ROS 1 bag.
+
+The mapping (`export.mapping`) says which rows become which topics; every (rule, stream,
+split value) is a lane (`export.source`), read from the lake in time order in bounded
+batches and serialized in bulk; a k-way merge over the lanes' batches hands the writer one
+time-ordered run after another, so a drive never has to fit in memory. The file is written
+under a temporary name beside the target and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+
+from bridge_lake.export.mapping import Mapping, default_mapping_path, load_mapping
+from bridge_lake.export.messages import Serialized
+from bridge_lake.export.source import (
+    BUILDERS,
+    Batch,
+    Builder,
+    ExportError,
+    Lane,
+    dataset,
+)
+from bridge_lake.export.source import _filter as lane_filter
+from bridge_lake.export.trim import Window, select_topics, window, windows
+from bridge_lake.export.writers import (
+    COMPRESSIONS,
+    DEFAULT_COMPRESSION,
+    Bag1Output,
+    Bag2Output,
+    McapOutput,
+    Output,
+)
+from bridge_lake.lake import Lake
+from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+
+FORMATS = ("mcap", "bag2", "bag1")
+ENCODINGS = ("ros2", "ros1")
+TF_TOPIC_TYPES = {"calibrated/tf_static": "static", "calibrated/poses": "dynamic"}
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    format: str = "mcap"
+    encoding: str | None = None
+    """ros2 | ros1 (MCAP only; bag1 is ros1 and bag2 ros2 by nature)."""
+    topics: Sequence[str] | None = None
+    start: str | float | int | None = None
+    end: str | float | int | None = None
+    spans: Sequence[tuple[int, int]] | None = None
+    """absolute [start, end) ns windows (scene sets); overrides start/end."""
+    compression: str | None = None
+    chunk_size: int = 4 << 20
+    storage: str = "mcap"
+    """bag2 storage: mcap | sqlite3."""
+    mapping: str | os.PathLike | None = None
+    time_base: str = "master"
+    """master: log times and stamps on the master clock; zero: shifted to start at 0."""
+    force: bool = False
+
+
+@dataclass
+class TopicStat:
+    topic: str
+    type: str
+    frame_id: str
+    messages: int = 0
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    format: str
+    encoding: str
+    drive: str
+    mapping: str
+    windows: list[Window] | None
+    shift_ns: int
+    topics: dict[str, TopicStat] = field(default_factory=dict)
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def messages(self) -> int:
+        return sum(t.messages for t in self.topics.values())
+
+    def summary(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["path"] = str(self.path)
+        d["windows"] = [dataclasses.asdict(w) for w in self.windows or []]
+        return d
+
+
+Progress = Callable[[int, int], None]
+"""Called after each written batch with (messages so far, bytes of messages so far)."""
+
+
+def drive_meta(lake: Lake, drive: str) -> dict:
+    if not lake.has_partition("raw", RAW_DRIVES.name, drive):
+        known = lake.drives("raw", RAW_DRIVES.name)
+        raise ExportError(
+            f"drive {drive!r} is not in the lake {lake.root} (drives: {', '.join(known) or 'none'})"
+        )
+    return lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
+
+
+def drive_span(lake: Lake, drive: str) -> tuple[int, int]:
+    streams = lake.read_partition(
+        "normalized", STREAMS.name, drive, columns=["first_time_ns", "last_time_ns"]
+    )
+    first, last = (
+        pc.min(streams.column("first_time_ns")).as_py(),
+        pc.max(streams.column("last_time_ns")).as_py(),
+    )
+    if first is None:
+        raise ExportError(f"drive {drive} has no timed rows to export")
+    return int(first), int(last)
+
+
+def resolve_mapping(lake: Lake, drive: str, given: str | os.PathLike | None) -> Mapping:
+    if given is not None:
+        return load_mapping(given)
+    source = drive_meta(lake, drive).get("source")
+    return load_mapping(default_mapping_path(str(source)))
+
+
+def plan_lanes(lake: Lake, drive: str, mapping: Mapping, spans: list[Window] | None) -> list[Lane]:
+    """Every lane of every rule that has rows in the drive, with its row count and frame."""
+    lanes: list[Lane] = []
+    static = _static_frames(lake, drive)
+    for rule in mapping.topics:
+        layer, table = rule.table.split("/")
+        data = dataset(lake, layer, table, drive)
+        keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in data.schema.names]
+        keys = list(dict.fromkeys(keys))
+        if keys:
+            combos = data.to_table(columns=keys).group_by(keys).aggregate([]).to_pylist()
+        else:
+            combos = [{}]
+        for combo in sorted(combos, key=lambda c: [str(c[k]) for k in keys]):
+            if not all(rule.selects(k, v) for k, v in combo.items()):
+                continue
+            selection = {k: v for k, v in combo.items() if k in ("stream", rule.split_by)}
+            lane = Lane(rule.topic_for(combo.get(rule.split_by)), rule, "", selection)
+            _describe(lane, data, spans, static)
+            lanes.append(lane)
+    return lanes
+
+
+def _static_frames(lake: Lake, drive: str) -> set[str]:
+    if not lake.has_partition("calibrated", "tf_static", drive):
+        return set()
+    return set(
+        lake.read_partition("calibrated", "tf_static", drive).column("child_frame").to_pylist()
+    )
+
+
+def _describe(lane: Lane, data, spans: list[Window] | None, static: set[str]) -> None:
+    rule = lane.rule
+    if rule.table == "calibrated/tf_static":
+        lane.rows = 1 if data.count_rows() else 0
+        lane.frame_id = ""
+        return
+    flt = lane_filter(lane.selection, spans)
+    lane.rows = data.count_rows(filter=flt) if flt is not None else data.count_rows()
+    cols = [c for c in ("frame_id", "child_frame_id") if c in data.schema.names]
+    first = data.head(1, columns=cols, filter=lane_filter(lane.selection, None)).to_pylist()
+    row = first[0] if first else {}
+    frame = rule.frame_id or row.get("frame_id") or ""
+    if rule.table == "normalized/camera_frames" and f"{frame}_optical" in static:
+        frame = f"{frame}_optical"  # images are in the camera's optical frame (REP-103)
+    if rule.options.get("points") == "base_link":
+        frame = "base_link"
+    lane.frame_id = frame
+    lane.extra["child_frame_id"] = row.get("child_frame_id") or "base_link"
+
+
+def _tf_windows(lake: Lake, drive: str, lane: Lane, spans: list[Window]) -> list[Window]:
+    """Each window widened back to the latest pose before it: the last /tf comes along."""
+    data = dataset(lake, *lane.rule.table.split("/"), drive)
+    out = []
+    for w in spans:
+        before = data.to_table(columns=["time_ns"], filter=pc.field("time_ns") < w.start_ns)
+        last = pc.max(before.column("time_ns")).as_py() if before.num_rows else None
+        out.append(Window(last if last is not None else w.start_ns, w.end_ns))
+    return out
+
+
+def _slice(m: Serialized, a: int, b: int) -> Serialized:
+    off = m.offsets[a : b + 1]
+    return Serialized(m.data[off[0] : off[-1]], off - off[0])
+
+
+def merge(
+    sources: list[tuple[int, Iterator[Batch]]],
+) -> Iterator[tuple[np.ndarray, np.ndarray, Serialized]]:
+    """K-way merge of time-ordered batches by time (ties: source order), batch-wise: emit
+    everything up to the earliest last-time among the heads, then refill. Memory is one
+    batch per source."""
+    heads: list[list] = []
+    for order, (channel, it) in enumerate(sources):
+        for batch in it:
+            if len(batch.time_ns):
+                heads.append([order, channel, batch, it])
+                break
+    while heads:
+        horizon = min(int(h[2].time_ns[-1]) for h in heads)
+        times, chans, parts, ranks = [], [], [], []
+        for h in heads:
+            order, channel, batch, _ = h
+            k = int(np.searchsorted(batch.time_ns, horizon, side="right"))
+            if k == 0:
+                continue
+            times.append(batch.time_ns[:k])
+            chans.append(np.full(k, channel, np.uint16))
+            ranks.append(np.full(k, order, np.int32))
+            parts.append(_slice(batch.messages, 0, k))
+            h[2] = Batch(batch.time_ns[k:], _slice(batch.messages, k, len(batch.time_ns)))
+        t = np.concatenate(times)
+        c = np.concatenate(chans)
+        m = Serialized.concat(parts)
+        if len(parts) > 1:
+            idx = np.lexsort((np.concatenate(ranks), t))
+            t, c, m = t[idx], c[idx], m.take(idx)
+        yield c, t, m
+        refreshed = []
+        for h in heads:
+            if len(h[2].time_ns):
+                refreshed.append(h)
+                continue
+            for batch in h[3]:
+                if len(batch.time_ns):
+                    h[2] = batch
+                    refreshed.append(h)
+                    break
+        heads = refreshed
+
+
+def _open_output(
+    fmt: str, path: Path, encoding: str, request: ExportRequest, compression: str
+) -> Output:
+    if fmt == "mcap":
+        return McapOutput(
+            path,
+            ros=2 if encoding == "ros2" else 1,
+            compression=compression,
+            chunk_size=request.chunk_size,
+        )
+    if fmt == "bag2":
+        return Bag2Output(path, storage=request.storage, compression=compression)
+    return Bag1Output(path, compression=compression, chunk_size=request.chunk_size)
+
+
+def _check_request(r: ExportRequest) -> tuple[str, str]:
+    if r.format not in FORMATS:
+        raise ExportError(f"unknown format {r.format!r}; use one of {', '.join(FORMATS)}")
+    encoding = r.encoding or {"bag1": "ros1", "bag2": "ros2", "mcap": "ros2"}[r.format]
+    if encoding not in ENCODINGS:
+        raise ExportError(f"unknown encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
+    if (r.format == "bag1" and encoding != "ros1") or (r.format == "bag2" and encoding != "ros2"):
+        raise ExportError(
+            f"a {r.format} holds {('ros1' if r.format == 'bag1' else 'ros2')} messages"
+        )
+    compression = r.compression or DEFAULT_COMPRESSION[r.format]
+    if compression not in COMPRESSIONS[r.format]:
+        known = ", ".join(COMPRESSIONS[r.format])
+        raise ExportError(f"{r.format} compression {compression!r} unknown; use {known}")
+    if r.time_base not in ("master", "zero"):
+        raise ExportError("time base must be master or zero")
+    if r.storage not in ("mcap", "sqlite3"):
+        raise ExportError("bag2 storage must be mcap or sqlite3")
+    return encoding, compression
+
+
+def export_drive(
+    lake: Lake,
+    drive: str,
+    out: str | os.PathLike,
+    request: ExportRequest = ExportRequest(),
+    *,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write one drive (or its windows and topics) to `out`; see the module docstring."""
+    t_start = time.perf_counter()
+    encoding, compression = _check_request(request)
+    out = Path(out)
+    if out.exists() and not request.force:
+        raise ExportError(f"{out} exists; pass --force to overwrite it")
+    if not out.parent.is_dir():
+        raise ExportError(f"output folder {out.parent} does not exist")
+    meta = drive_meta(lake, drive)
+    mapping = resolve_mapping(lake, drive, request.mapping)
+    first, last = drive_span(lake, drive)
+    if request.spans is not None:
+        spans = windows(request.spans, first, last)
+    else:
+        spans = window(request.start, request.end, first, last)
+    lanes = plan_lanes(lake, drive, mapping, spans)
+    chosen = set(select_topics(list(dict.fromkeys(x.topic for x in lanes)), request.topics))
+    lanes = [lane for lane in lanes if lane.topic in chosen]
+    start_ns = spans[0].start_ns if spans else first
+    lane_windows = {}
+    for lane in lanes:
+        lane_windows[id(lane)] = spans
+        if (
+            lane.rule.table == "calibrated/poses"
+            and lane.rule.type == "tf2_msgs/msg/TFMessage"
+            and spans
+        ):
+            lane_windows[id(lane)] = _tf_windows(lake, drive, lane, spans)
+        if lane.rule.table == "calibrated/tf_static":
+            lane.extra["stamp_ns"] = start_ns
+    shift = 0
+    if request.time_base == "zero":
+        shift = min([start_ns] + [w[0].start_ns for w in lane_windows.values() if w])
+    ros = 2 if encoding == "ros2" else 1
+    tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
+    output = _open_output(request.format, tmp, encoding, request, compression)
+    result = ExportResult(out, request.format, encoding, drive, mapping.path, spans, shift)
+    try:
+        channels: dict[str, int] = {}
+        sources = []
+        for lane in lanes:
+            if lane.topic not in channels:
+                latched = lane.rule.table == "calibrated/tf_static"
+                channels[lane.topic] = output.add_topic(lane.topic, lane.rule.type, latched=latched)
+                result.topics[lane.topic] = TopicStat(lane.topic, lane.rule.type, lane.frame_id)
+            builder = _builder(lake, drive, lane, ros, shift)
+            sources.append((channels[lane.topic], builder.batches(lane_windows[id(lane)])))
+        by_channel = {v: k for k, v in channels.items()}
+        written = nbytes = 0
+        for c, t, m in merge(sources):
+            output.write(c, t, m)
+            for ch in np.unique(c).tolist():
+                sel = t[c == ch]
+                stat = result.topics[by_channel[ch]]
+                stat.messages += len(sel)
+                stat.first_ns = int(sel[0]) if stat.first_ns is None else stat.first_ns
+                stat.last_ns = int(sel[-1])
+            written += len(t)
+            nbytes += int(m.offsets[-1])
+            if progress is not None:
+                progress(written, nbytes)
+        _attach(output, lake, drive, meta, result)
+        output.close()
+    except BaseException as exc:
+        try:
+            output.abort()
+        finally:
+            _remove(tmp)
+        if isinstance(exc, OSError):
+            raise ExportError(f"writing {out} failed: {exc.strerror or exc}") from exc
+        raise
+    if out.exists():
+        _remove(out)
+    os.replace(tmp, out)
+    result.bytes = _size(out)
+    result.seconds = time.perf_counter() - t_start
+    return result
+
+
+def _builder(lake: Lake, drive: str, lane: Lane, ros: int, shift: int) -> Builder:
+    from bridge_lake.export.source import TfBuilder, TfStaticBuilder
+
+    if lane.rule.type == "tf2_msgs/msg/TFMessage":
+        cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
+    else:
+        cls = BUILDERS[lane.rule.type]
+    return cls(lake, drive, lane, ros, shift)
+
+
+def _attach(output: Output, lake: Lake, drive: str, meta: dict, result: ExportResult) -> None:
+    """drive.yaml as metadata, the rig calibration as an attachment, and what was exported."""
+    output.add_metadata("drive", {k: _text(v) for k, v in meta.items() if v is not None})
+    output.add_metadata(
+        "bridge_lake.export",
+        {
+            "drive": drive,
+            "mapping": result.mapping,
+            "windows": json.dumps([[w.start_ns, w.end_ns] for w in result.windows or []]),
+            "time_shift_ns": str(result.shift_ns),
+        },
+    )
+    if lake.has_partition("calibrated", "tf_static", drive):
+        tf = lake.read_partition("calibrated", "tf_static", drive)
+        rig = tf.column("rig_file")[0].as_py() if tf.num_rows else None
+        if rig and Path(rig).is_file():
+            output.add_attachment(Path(rig).name, "application/yaml", Path(rig).read_bytes())
+        else:
+            rows = json.dumps(tf.drop_columns(["rig_valid_from"]).to_pylist(), default=str)
+            output.add_attachment("tf_static.json", "application/json", rows.encode())
+
+
+def _text(v: object) -> str:
+    return v if isinstance(v, str) else json.dumps(v, default=str)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def export_tum(
+    lake: Lake, drive: str, out_dir: str | os.PathLike, *, force: bool = False
+) -> list[Path]:
+    """TUM trajectory files (`timestamp tx ty tz qx qy qz qw`, seconds): poses.tum from
+    calibrated/poses (base_link in the map) and, where the drive has one, ground_truth.tum
+    (the source's ground truth in its own world frame, as the dataset gives it)."""
+    from bridge_lake.geometry import rpy_to_quaternion
+
+    drive_meta(lake, drive)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    poses = lake.read_partition("calibrated", "poses", drive)
+    cols = {c: poses.column(c).to_numpy() for c in ("x_m", "y_m", "z_m", "qx", "qy", "qz", "qw")}
+    written.append(_tum(out_dir / "poses.tum", poses.column("time_ns").to_numpy(), cols, force))
+    gt = lake.read_partition("normalized", "ground_truth", drive)
+    gt = gt.filter(pc.is_finite(gt.column("x_m")).fill_null(False))
+    if gt.num_rows:
+        r, p, y = (gt.column(c).to_numpy() for c in ("roll_rad", "pitch_rad", "yaw_rad"))
+        q = rpy_to_quaternion(r, p, y)
+        cols = {c: gt.column(c).to_numpy() for c in ("x_m", "y_m", "z_m")}
+        cols |= {k: q[:, i] for i, k in enumerate(("qx", "qy", "qz", "qw"))}
+        written.append(
+            _tum(out_dir / "ground_truth.tum", gt.column("time_ns").to_numpy(), cols, force)
+        )
+    return written
+
+
+def _tum(path: Path, time_ns: np.ndarray, cols: dict, force: bool) -> Path:
+    if path.exists() and not force:
+        raise ExportError(f"{path} exists; pass --force to overwrite it")
+    sec, ns = np.divmod(time_ns.astype(np.int64), 1_000_000_000)
+    lines = [
+        f"{s}.{n:09d} {x:.6f} {y:.6f} {z:.6f} {a:.9f} {b:.9f} {c:.9f} {d:.9f}"
+        for s, n, x, y, z, a, b, c, d in zip(
+            sec.tolist(),
+            ns.tolist(),
+            *(cols[k].tolist() for k in ("x_m", "y_m", "z_m", "qx", "qy", "qz", "qw")),
+            strict=True,
+        )
+    ]
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text("# timestamp tx ty tz qx qy qz qw\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+__all__ = ["ExportRequest", "ExportResult", "export_drive", "export_tum", "merge", "plan_lanes"]

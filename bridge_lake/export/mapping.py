@@ -1,0 +1,234 @@
+"""The topic mapping: which lake rows become which topic, of which message type (YAML data).
+
+A mapping file lists topics; each names a message type, the lake table its rows come from,
+an optional row selection (`where: {column: glob}`) and an optional `split_by` column whose
+values make one topic each (`/vehicle/can_{channel}`). Two defaults ship, one per source
+(`mappings/adtf.yaml`, `mappings/nclt.yaml`), picked by the drive's drive.yaml `source`; a
+drive.yaml `export_mapping: FILE` (relative to the drive folder) or `--mapping FILE`
+replaces it. Every key is validated on load; errors name the file and the key.
+
+    version: 1
+    topics:
+      - topic: /imu/data                  # ROS topic name; {value} of split_by allowed
+        type: sensor_msgs/msg/Imu         # one of MESSAGE_TYPES
+        table: imu                        # lake table (layer: normalized unless given)
+        where: {stream: ms25}             # optional: column -> glob; rows that match
+        split_by: channel                 # optional: one topic per distinct value
+        frame_id: imu_link                # optional: default the rows' frame_id (cameras:
+                                          # its *_optical frame when the rig has one)
+        options: {...}                    # per type, see OPTIONS
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake.schemas import CALIBRATED, NORMALIZED
+
+MAPPINGS = Path(__file__).parent / "mappings"
+"""The shipped default mapping of each source: mappings/<source>.yaml."""
+MAX_MAPPING_BYTES = 1 << 20
+TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+@dataclass(frozen=True)
+class MessageType:
+    name: str
+    """ROS 2 type name, e.g. sensor_msgs/msg/Imu."""
+    tables: tuple[str, ...]
+    """lake tables (layer/table) it can be made from."""
+    options: dict[str, type]
+    """option name → expected YAML type."""
+
+
+MESSAGE_TYPES: dict[str, MessageType] = {
+    t.name: t
+    for t in (
+        MessageType(
+            "sensor_msgs/msg/Imu",
+            ("normalized/imu",),
+            {"orientation_from": dict},  # {stream: glob, tolerance_ms: number}
+        ),
+        MessageType(
+            "sensor_msgs/msg/NavSatFix",
+            ("normalized/gnss",),
+            {"status_by_fix_mode": dict, "service": int},
+        ),
+        MessageType("can_msgs/msg/Frame", ("normalized/can_frames",), {}),
+        MessageType(
+            "sensor_msgs/msg/PointCloud2",
+            ("normalized/lidar_scans",),
+            {"points": str, "layout": str},  # points: sensor | base_link; layout: xyzirt | xyzi
+        ),
+        MessageType("sensor_msgs/msg/Image", ("normalized/camera_frames",), {"encoding": str}),
+        MessageType("sensor_msgs/msg/CompressedImage", ("normalized/camera_frames",), {}),
+        MessageType("foxglove_msgs/msg/CompressedVideo", ("normalized/camera_frames",), {}),
+        MessageType("sensor_msgs/msg/LaserScan", ("normalized/laser_scans",), {}),
+        MessageType(
+            "nav_msgs/msg/Odometry",
+            ("normalized/odometry", "normalized/ground_truth", "calibrated/poses"),
+            {},
+        ),
+        MessageType("tf2_msgs/msg/TFMessage", ("calibrated/tf_static", "calibrated/poses"), {}),
+    )
+}
+SHORT_NAMES = {name.replace("/msg/", "/"): name for name in MESSAGE_TYPES}
+"""ROS 1 spellings (sensor_msgs/Imu) are accepted and mean the same type."""
+LAYER_TABLES = {
+    **{f"normalized/{n}": spec for n, spec in NORMALIZED.items()},
+    **{f"calibrated/{n}": spec for n, spec in CALIBRATED.items()},
+}
+
+
+class MappingError(BridgeLakeError):
+    """A mapping file that is unreadable or invalid; names the file and the key."""
+
+
+@dataclass(frozen=True)
+class TopicRule:
+    topic: str
+    type: str
+    table: str
+    """layer/table"""
+    where: dict[str, str] = field(default_factory=dict)
+    split_by: str | None = None
+    frame_id: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def topic_for(self, value: object) -> str:
+        """The topic of one split value (the rule's topic when it has no split)."""
+        if self.split_by is None:
+            return self.topic
+        return self.topic.replace("{" + self.split_by + "}", str(value))
+
+    def selects(self, column: str, value: object) -> bool:
+        pattern = self.where.get(column)
+        return pattern is None or fnmatch.fnmatchcase(str(value), pattern)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    path: str
+    topics: tuple[TopicRule, ...]
+
+
+def default_mapping_path(source: str) -> Path:
+    path = MAPPINGS / f"{source}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in MAPPINGS.glob("*.yaml"))
+        raise MappingError(f"no default topic mapping for source {source!r} (known: {known})")
+    return path
+
+
+def load_mapping(path: str | os.PathLike) -> Mapping:
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_MAPPING_BYTES:
+            raise MappingError(f"{path}: larger than {MAX_MAPPING_BYTES} bytes")
+        doc = yaml.safe_load(path.read_bytes())
+    except OSError as exc:
+        raise MappingError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise MappingError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_mapping(doc, str(path))
+
+
+def parse_mapping(doc: Any, path: str) -> Mapping:
+    def fail(key: str, message: str) -> MappingError:
+        return MappingError(f"{path}: {key}: {message}")
+
+    if not isinstance(doc, dict):
+        raise MappingError(f"{path}: expected a mapping with `topics`")
+    unknown = set(doc) - {"version", "topics", "notes"}
+    if unknown:
+        raise fail(sorted(unknown)[0], "unknown key (expected version, topics, notes)")
+    if doc.get("version", 1) != 1:
+        raise fail("version", f"unsupported version {doc.get('version')!r} (expected 1)")
+    entries = doc.get("topics")
+    if not isinstance(entries, list) or not entries:
+        raise fail("topics", "expected a non-empty list")
+    rules = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        key = f"topics[{i}]"
+        if not isinstance(entry, dict):
+            raise fail(key, "expected a mapping")
+        extra = set(entry) - {"topic", "type", "table", "where", "split_by", "frame_id", "options"}
+        if extra:
+            raise fail(f"{key}.{sorted(extra)[0]}", "unknown key")
+        topic = entry.get("topic")
+        split_by = entry.get("split_by")
+        plain = (
+            topic.replace("{" + split_by + "}", "x")
+            if isinstance(topic, str) and split_by
+            else topic
+        )
+        if not isinstance(plain, str) or not TOPIC_PATTERN.fullmatch(plain):
+            raise fail(f"{key}.topic", f"not a ROS topic name: {topic!r}")
+        if topic in seen:
+            raise fail(f"{key}.topic", f"{topic} is mapped twice")
+        seen.add(topic)
+        typename = SHORT_NAMES.get(entry.get("type"), entry.get("type"))
+        if typename not in MESSAGE_TYPES:
+            raise fail(
+                f"{key}.type",
+                f"unknown message type {entry.get('type')!r}; supported: "
+                + ", ".join(MESSAGE_TYPES),
+            )
+        mtype = MESSAGE_TYPES[typename]
+        table = entry.get("table")
+        table = table if isinstance(table, str) and "/" in table else f"normalized/{table}"
+        if table not in mtype.tables:
+            raise fail(
+                f"{key}.table",
+                f"{typename} is made from {' or '.join(mtype.tables)}, not {entry.get('table')!r}",
+            )
+        columns = {c.name for c in LAYER_TABLES[table].columns}
+        where = entry.get("where") or {}
+        if not isinstance(where, dict):
+            raise fail(f"{key}.where", "expected a mapping column -> glob")
+        for col, pattern in where.items():
+            if col not in columns:
+                raise fail(f"{key}.where.{col}", f"{table} has no column {col!r}")
+            if not isinstance(pattern, str | int):
+                raise fail(f"{key}.where.{col}", "expected a glob pattern")
+        if split_by is not None:
+            if split_by not in columns:
+                raise fail(f"{key}.split_by", f"{table} has no column {split_by!r}")
+            if "{" + split_by + "}" not in topic:
+                raise fail(f"{key}.topic", f"must contain {{{split_by}}} to split by it")
+        options = entry.get("options") or {}
+        if not isinstance(options, dict):
+            raise fail(f"{key}.options", "expected a mapping")
+        for name, value in options.items():
+            want = mtype.options.get(name)
+            if want is None:
+                raise fail(
+                    f"{key}.options.{name}",
+                    f"not an option of {typename} (options: {', '.join(mtype.options) or 'none'})",
+                )
+            if not isinstance(value, want):
+                raise fail(f"{key}.options.{name}", f"expected {want.__name__}")
+        frame_id = entry.get("frame_id")
+        if frame_id is not None and not isinstance(frame_id, str):
+            raise fail(f"{key}.frame_id", "expected a string")
+        rules.append(
+            TopicRule(
+                topic,
+                typename,
+                table,
+                {k: str(v) for k, v in where.items()},
+                split_by,
+                frame_id,
+                dict(options),
+            )
+        )
+    return Mapping(path, tuple(rules))
