@@ -1,0 +1,106 @@
+"""rosbags typestores for ROS 1 (Noetic) and ROS 2 (Humble), with the two message types they
+lack registered, and the message definitions bags and MCAP files must carry.
+
+Humble is the ROS 2 baseline: every type exported here has the same wire layout, definition
+text (up to constants) and RIHS01 hash from Humble to the newest distributions, and Humble is
+the oldest ROS 2 still in use that can play the bags.
+
+Registered from their upstream sources (ROS 1 md5sums as the packages generate them):
+- can_msgs/msg/Frame: ros-industrial/ros_canopen can_msgs/msg/Frame.msg, same text in ROS 1
+  and ROS 2 (md5sum 64ae5cebf967dc6aae4e78f5683a5b25).
+- foxglove_msgs/msg/CompressedVideo: foxglove/schemas ros_foxglove_msgs/ros1 and /ros2.
+- tf2_msgs/msg/TFMessage, ROS 1 only: geometry2's definition (md5sum
+  94810edda583a504dfda3829e70d7eec); rosbags' Noetic store lacks the tf2_msgs package.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Literal
+
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+from bridge_lake.export.messages import arguments as arg
+
+STORES = {1: Stores.ROS1_NOETIC, 2: Stores.ROS2_HUMBLE}
+
+CAN_FRAME = """std_msgs/Header header
+uint32 id
+bool is_rtr
+bool is_extended
+bool is_error
+uint8 dlc
+uint8[8] data
+"""
+
+COMPRESSED_VIDEO = "string frame_id\nuint8[] data\nstring format\n"
+
+EXTRA_TYPES = {
+    1: {
+        "can_msgs/msg/Frame": CAN_FRAME,
+        "foxglove_msgs/msg/CompressedVideo": "time timestamp\n" + COMPRESSED_VIDEO,
+        "tf2_msgs/msg/TFMessage": "geometry_msgs/TransformStamped[] transforms\n",
+    },
+    2: {
+        "can_msgs/msg/Frame": CAN_FRAME,
+        "foxglove_msgs/msg/CompressedVideo": "builtin_interfaces/Time timestamp\n"
+        + COMPRESSED_VIDEO,
+    },
+}
+
+TYPENAMES = {
+    "imu": "sensor_msgs/msg/Imu",
+    "nav_sat_fix": "sensor_msgs/msg/NavSatFix",
+    "laser_scan": "sensor_msgs/msg/LaserScan",
+    "point_cloud2": "sensor_msgs/msg/PointCloud2",
+    "image": "sensor_msgs/msg/Image",
+    "compressed_image": "sensor_msgs/msg/CompressedImage",
+    "compressed_video": "foxglove_msgs/msg/CompressedVideo",
+    "can_frame": "can_msgs/msg/Frame",
+    "odometry": "nav_msgs/msg/Odometry",
+    "tf_message": "tf2_msgs/msg/TFMessage",
+}
+"""The message type each serializer writes, keyed by the serializer's name."""
+
+
+@functools.cache
+def typestore(ros: int) -> Typestore:
+    """The typestore of ROS 1 Noetic or ROS 2 Humble plus the extra types (one per process)."""
+    store = get_typestore(STORES[arg.ros_version(ros)])
+    for name, text in EXTRA_TYPES[ros].items():
+        store.register(get_types_from_msg(text, name))
+    return store
+
+
+@dataclass(frozen=True)
+class MessageDefinition:
+    """What a bag or MCAP schema records about a message type.
+
+    name: as that ROS version spells it ("sensor_msgs/Imu" in ROS 1, "sensor_msgs/msg/Imu" in
+    ROS 2); encoding: the MCAP schema encoding; text: the definition with its dependencies
+    appended in the ROS 1 / ros2msg format; md5sum (ROS 1 connection header) or rihs01 (ROS 2
+    type hash for rosbag2 metadata), the other None.
+    """
+
+    name: str
+    encoding: Literal["ros1msg", "ros2msg"]
+    text: str
+    md5sum: str | None
+    rihs01: str | None
+
+
+def message_definition(typename: str, ros: int) -> MessageDefinition:
+    """Definition of `typename` ("pkg/msg/Name" or "pkg/Name") for ROS 1 or ROS 2."""
+    ros = arg.ros_version(ros)
+    package, _, name = typename.partition("/")
+    full = f"{package}/msg/{name.removeprefix('msg/')}"
+    store = typestore(ros)
+    if full not in store.fielddefs:
+        raise ValueError(f"unknown message type {typename!r} for ROS {ros}")
+    if ros == 1:
+        text, md5sum = store.generate_msgdef(full, ros_version=1)
+        return MessageDefinition(full.replace("/msg/", "/"), "ros1msg", text, md5sum, None)
+    text, _ = store.generate_msgdef(full, ros_version=2)
+    return MessageDefinition(full, "ros2msg", text, None, store.hash_rihs01(full))
