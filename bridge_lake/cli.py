@@ -88,6 +88,72 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lake(args: argparse.Namespace):
+    from bridge_lake import settings
+    from bridge_lake.lake import Lake
+
+    root = args.lake or settings.lake_root()
+    lake = Lake(root, settings.storage_options(root))
+    if lake.is_local and not Path(lake.base).is_dir():
+        raise BridgeLakeError(f"no lake at {root} (give --lake or set BRIDGE_LAKE_ROOT)")
+    return lake
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from bridge_lake.export.exporter import ExportRequest, export_drive, export_tum
+
+    lake = _lake(args)
+    if args.format == "tum":
+        for path in export_tum(lake, args.drive, args.out, force=args.force):
+            print(f"wrote {path}")
+        return 0
+    request = ExportRequest(
+        format=args.format,
+        encoding=args.encoding,
+        topics=args.topics,
+        start=args.start,
+        end=args.end,
+        compression=args.compression,
+        chunk_size=args.chunk_size,
+        storage=args.storage,
+        mapping=args.mapping,
+        time_base=args.time_base,
+        force=args.force,
+    )
+    bars: list[tqdm] = []
+
+    def progress(messages: int, nbytes: int, total: int) -> None:
+        if not bars:  # created at the first batch: argument errors print no empty bar
+            bars.append(tqdm(total=total, unit=" msgs", disable=args.quiet, desc=args.drive))
+        bars[0].update(messages - bars[0].n)
+        bars[0].set_postfix_str(f"{nbytes / 1e6:.0f} MB", refresh=False)
+
+    try:
+        result = export_drive(lake, args.drive, args.out, request, progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    print(f"{result.path}: {result.format} ({result.encoding}), {result.bytes / 1e6:.1f} MB, "
+          f"{result.messages} messages in {result.seconds:.1f} s")  # fmt: skip
+    for t in result.topics.values():
+        print(f"  {t.topic:40} {t.type:34} {t.messages:9d}  frame {t.frame_id}")
+    return 0
+
+
+def _cmd_health(args: argparse.Namespace) -> int:
+    import json
+
+    from bridge_lake.export.health import check_file, render_html, render_table
+
+    health = check_file(args.file)
+    if args.html:
+        Path(args.html).write_text(render_html(health), encoding="utf-8")
+    print(json.dumps(health.to_json(), indent=2) if args.json else render_table(health))
+    return 0 if health.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-lake", description="Data lake for autonomous-driving recordings."
@@ -123,6 +189,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the result to this file instead of stdout")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
     p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser(
+        "export",
+        help="write a drive as ROS 1 bag, ROS 2 bag, MCAP or TUM trajectories",
+        description="Export one drive of the lake through its topic mapping "
+        "(bridge_lake/export/mappings/<source>.yaml or --mapping).",
+    )
+    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    p.add_argument("--drive", required=True, help="drive id (a partition of the lake)")
+    p.add_argument("--format", choices=("mcap", "bag2", "bag1", "tum"), default="mcap")
+    p.add_argument(
+        "--encoding",
+        choices=("ros2", "ros1"),
+        help="message encoding of an MCAP (default ros2; bag1 is ros1, bag2 ros2)",
+    )
+    p.add_argument("--out", type=Path, required=True, help="output file (bag2, tum: a folder)")
+    p.add_argument("--topics", nargs="+", help="topics to keep (globs, e.g. '/sensor/*')")
+    p.add_argument("--start", help="window start: seconds from the drive's start, or epoch ns")
+    p.add_argument("--end", help="window end (exclusive): seconds from the start, or epoch ns")
+    p.add_argument("--compression", help="mcap: zstd|lz4|none; bag2: zstd|none; bag1: lz4|bz2|none")
+    p.add_argument("--chunk-size", type=int, default=4 << 20, help="bytes per chunk")
+    p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="bag2 storage")
+    p.add_argument("--mapping", type=Path, help="topic mapping YAML instead of the default")
+    p.add_argument(
+        "--time-base",
+        choices=("master", "zero"),
+        default="master",
+        help="master: times as recorded; zero: shift the whole export to start at 0",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser(
+        "health",
+        help="check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
+    )
+    p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
+    p.set_defaults(func=_cmd_health)
     return parser
 
 

@@ -76,6 +76,8 @@ class TopicStat:
     type: str
     frame_id: str
     messages: int = 0
+    expected: int = 0
+    """source rows in the export's windows, counted in the lake before writing."""
     first_ns: int | None = None
     last_ns: int | None = None
 
@@ -104,8 +106,9 @@ class ExportResult:
         return d
 
 
-Progress = Callable[[int, int], None]
-"""Called after each written batch with (messages so far, bytes of messages so far)."""
+Progress = Callable[[int, int, int], None]
+"""Called after each written batch with (messages so far, message bytes so far, messages in
+all)."""
 
 
 def drive_meta(lake: Lake, drive: str) -> dict:
@@ -338,9 +341,11 @@ def export_drive(
                 latched = lane.rule.table == "calibrated/tf_static"
                 channels[lane.topic] = output.add_topic(lane.topic, lane.rule.type, latched=latched)
                 result.topics[lane.topic] = TopicStat(lane.topic, lane.rule.type, lane.frame_id)
+            result.topics[lane.topic].expected += lane.rows
             builder = _builder(lake, drive, lane, ros, shift)
             sources.append((channels[lane.topic], builder.batches(lane_windows[id(lane)])))
         by_channel = {v: k for k, v in channels.items()}
+        total = sum(t.expected for t in result.topics.values())
         written = nbytes = 0
         for c, t, m in merge(sources):
             output.write(c, t, m)
@@ -353,7 +358,7 @@ def export_drive(
             written += len(t)
             nbytes += int(m.offsets[-1])
             if progress is not None:
-                progress(written, nbytes)
+                progress(written, nbytes, total)
         _attach(output, lake, drive, meta, result)
         output.close()
     except BaseException as exc:

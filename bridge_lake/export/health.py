@@ -1,0 +1,441 @@
+"""Health of a bag or MCAP file, judged by readers we did not write.
+
+`check_file` opens ROS 1 bags and ROS 2 bag folders with rosbags' AnyReader, and MCAP files
+with the `mcap` reader (CRCs validated) and the decoders for their schema encodings
+(`mcap_ros2` for ros2msg, rosbags for ros1msg, `mcap_protobuf` for protobuf, json), decodes
+every message and reports per topic: count, first/last time, mean rate, gaps, time going
+backwards, header stamps against log times, decode failures; plus the file's compression and
+size. It works on any bag or MCAP; given the expectations of one of our exports (counts per
+topic, nominal rates), it also checks those, like `mcap doctor` and `rosbag info` in one.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bridge_lake.errors import BridgeLakeError
+
+GAP_FACTOR = 5.0
+"""A step longer than 5 median periods of its topic is a gap."""
+RATE_TOLERANCE = 0.3
+MAX_GAPS_LISTED = 20
+NS = 1_000_000_000
+
+
+class HealthError(BridgeLakeError):
+    """A file that cannot be opened as a bag or MCAP at all."""
+
+
+@dataclass
+class TopicHealth:
+    topic: str
+    type: str
+    messages: int = 0
+    decoded: int = 0
+    decode_errors: int = 0
+    first_error: str | None = None
+    first_ns: int | None = None
+    last_ns: int | None = None
+    backwards: int = 0
+    """log times earlier than the message before them on the topic."""
+    stamp_mismatches: int = 0
+    """messages with a header whose stamp differs from the log time."""
+    stamped: int = 0
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """(start_ns, length_ns) of steps longer than GAP_FACTOR median periods."""
+    gap_count: int = 0
+    mean_rate_hz: float | None = None
+    expected_messages: int | None = None
+    expected_rate_hz: float | None = None
+    problems: list[str] = field(default_factory=list)
+    times: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class FileHealth:
+    path: str
+    format: str
+    """mcap | bag1 | bag2"""
+    bytes: int
+    compression: str
+    topics: dict[str, TopicHealth]
+    problems: list[str] = field(default_factory=list)
+    """file-level problems (missing topics, unreadable parts)."""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(t.ok for t in self.topics.values())
+
+    @property
+    def messages(self) -> int:
+        return sum(t.messages for t in self.topics.values())
+
+    def to_json(self) -> dict:
+        out = {
+            "path": self.path,
+            "format": self.format,
+            "bytes": self.bytes,
+            "compression": self.compression,
+            "ok": self.ok,
+            "messages": self.messages,
+            "problems": self.problems,
+            "details": self.details,
+            "topics": {},
+        }
+        for name, t in self.topics.items():
+            d = asdict(t)
+            d.pop("times")
+            d["gaps"] = [[a, b] for a, b in t.gaps]
+            d["ok"] = t.ok
+            out["topics"][name] = d
+        return out
+
+
+def file_format(path: Path) -> str:
+    if path.is_dir():
+        if (path / "metadata.yaml").is_file():
+            return "bag2"
+        raise HealthError(f"{path}: a folder without metadata.yaml is not a ROS 2 bag")
+    with path.open("rb") as f:
+        head = f.read(13)
+    if head.startswith(b"\x89MCAP0\r\n"):
+        return "mcap"
+    if head.startswith(b"#ROSBAG V2.0"):
+        return "bag1"
+    raise HealthError(f"{path}: neither an MCAP file, a ROS 1 bag nor a ROS 2 bag folder")
+
+
+def check_file(
+    path: str | os.PathLike,
+    *,
+    expected_counts: Mapping[str, int] | None = None,
+    expected_rates: Mapping[str, float] | None = None,
+) -> FileHealth:
+    """Decode every message of `path` and judge it (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise HealthError(f"{path}: no such file or folder")
+    fmt = file_format(path)
+    topics: dict[str, TopicHealth] = {}
+    times: dict[str, list[int]] = {}
+    try:
+        reader = _mcap_messages(path) if fmt == "mcap" else _bag_messages(path)
+        compression, details = next(reader)  # type: ignore[misc]
+        for topic, typename, log_time, decode in reader:
+            t = topics.get(topic)
+            if t is None:
+                t = topics[topic] = TopicHealth(topic, typename)
+                times[topic] = []
+            t.messages += 1
+            times[topic].append(log_time)
+            try:
+                message = decode()
+            except Exception as exc:  # any decoder failure is a finding, not a crash
+                t.decode_errors += 1
+                t.first_error = t.first_error or f"{type(exc).__name__}: {exc}"[:300]
+                continue
+            t.decoded += 1
+            stamp = _header_stamp(message)
+            if stamp is not None:
+                t.stamped += 1
+                t.stamp_mismatches += int(stamp != log_time)
+    except HealthError:
+        raise
+    except Exception as exc:
+        raise HealthError(f"{path}: cannot be read: {type(exc).__name__}: {exc}") from exc
+    size = (
+        sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        if path.is_dir()
+        else path.stat().st_size
+    )
+    health = FileHealth(str(path), fmt, size, compression, topics, details=details)
+    for name, t in topics.items():
+        _judge(t, np.asarray(times[name], dtype=np.int64), expected_rates or {})
+    for name, count in (expected_counts or {}).items():
+        t = topics.get(name)
+        if t is None:
+            if count:
+                health.problems.append(f"{name}: missing (expected {count} messages)")
+            continue
+        t.expected_messages = count
+        if t.messages != count:
+            t.problems.append(f"{t.messages} messages, expected {count}")
+    return health
+
+
+def _judge(t: TopicHealth, times: np.ndarray, rates: Mapping[str, float]) -> None:
+    t.times = times
+    if len(times):
+        t.first_ns, t.last_ns = int(times[0]), int(times[-1])
+    steps = np.diff(times)
+    t.backwards = int((steps < 0).sum())
+    if len(times) > 1 and t.last_ns > t.first_ns:
+        t.mean_rate_hz = (len(times) - 1) / ((t.last_ns - t.first_ns) / NS)
+    positive = steps[steps > 0]
+    if len(positive) >= 3:
+        limit = GAP_FACTOR * float(np.median(positive))
+        gap_at = np.flatnonzero(steps > limit)
+        t.gap_count = len(gap_at)
+        t.gaps = [(int(times[i]), int(steps[i])) for i in gap_at[:MAX_GAPS_LISTED]]
+    if t.decode_errors:
+        t.problems.append(f"{t.decode_errors} messages do not decode ({t.first_error})")
+    if t.backwards:
+        t.problems.append(f"log time goes backwards {t.backwards} times")
+    if t.stamp_mismatches:
+        t.problems.append(f"{t.stamp_mismatches} header stamps differ from the log time")
+    expected = rates.get(t.topic)
+    if expected:
+        t.expected_rate_hz = expected
+        if t.mean_rate_hz is not None and abs(t.mean_rate_hz / expected - 1) > RATE_TOLERANCE:
+            t.problems.append(f"rate {t.mean_rate_hz:.2f} Hz, expected {expected:.2f} Hz")
+
+
+def _header_stamp(message: object) -> int | None:
+    """The header stamp in ns of a decoded message (ROS 1, ROS 2 or foxglove protobuf), or
+    None. A TFMessage's stamp is its first transform's; /tf_static is stamped at its log time."""
+    header = getattr(message, "header", None)
+    if header is None:
+        transforms = getattr(message, "transforms", None)
+        if transforms:
+            first = transforms[0]
+            header = getattr(first, "header", None)
+            if header is None and hasattr(first, "timestamp"):
+                return _time_ns(first.timestamp)
+        if header is None:
+            ts = getattr(message, "timestamp", None)
+            return _time_ns(ts) if ts is not None else None
+    return _time_ns(header.stamp)
+
+
+def _time_ns(t: object) -> int | None:
+    for sec, nsec in (("sec", "nanosec"), ("secs", "nsecs"), ("seconds", "nanos"), ("sec", "nsec")):
+        if hasattr(t, sec) and hasattr(t, nsec):
+            return int(getattr(t, sec)) * NS + int(getattr(t, nsec))
+    return None
+
+
+def _bag_messages(path: Path) -> Iterator:
+    from rosbags.highlevel import AnyReader
+
+    from bridge_lake.export.messages import typestore
+
+    with AnyReader([path], default_typestore=typestore(2 if path.is_dir() else 1)) as reader:
+        if path.is_dir():
+            import yaml
+
+            info = yaml.safe_load((path / "metadata.yaml").read_text())[
+                "rosbag2_bagfile_information"
+            ]
+            mode, fmt = info.get("compression_mode") or "none", info.get("compression_format")
+            comp = f"{fmt} ({mode.lower()})" if fmt else _bag2_storage_compression(path, info)
+            details = {
+                "storage": info.get("storage_identifier"),
+                "version": info.get("version"),
+                "files": info.get("relative_file_paths"),
+            }
+        else:
+            chunks = reader.readers[0].chunks.values()  # type: ignore[attr-defined]
+            names = {_compression_of(c.decompressor) for c in chunks}
+            comp = ",".join(sorted(names)) or "none"
+            details = {"chunks": len(chunks)}
+        yield comp, details
+        for conn, t, raw in reader.messages():
+            yield (
+                conn.topic,
+                conn.msgtype,
+                t,
+                (lambda raw=raw, ty=conn.msgtype: reader.deserialize(raw, ty)),
+            )
+
+
+def _bag2_storage_compression(path: Path, info: dict) -> str:
+    """rosbag2 does not record chunk compression of MCAP storage in metadata.yaml: read it
+    from the storage files' chunk indexes."""
+    from mcap.reader import make_reader
+
+    names = set()
+    for rel in info.get("relative_file_paths") or []:
+        if rel.endswith(".mcap") and (path / rel).is_file():
+            with (path / rel).open("rb") as f:
+                summary = make_reader(f).get_summary()
+            names |= {c.compression or "none" for c in (summary.chunk_indexes if summary else [])}
+    return ",".join(sorted(names)) + " (mcap storage chunks)" if names else "none"
+
+
+def _compression_of(decompressor: object) -> str:
+    module = getattr(decompressor, "__module__", "") or ""
+    return "lz4" if "lz4" in module else "bz2" if "bz2" in module else "none"
+
+
+def _mcap_messages(path: Path) -> Iterator:
+    from mcap.reader import make_reader
+
+    with path.open("rb") as f:
+        reader = make_reader(f, validate_crcs=True)
+        summary = reader.get_summary()
+        header = reader.get_header()
+        if summary is None:
+            yield (
+                "unknown (no summary: readers must scan the whole file)",
+                {"profile": header.profile},
+            )
+        else:
+            comps = sorted({c.compression or "none" for c in summary.chunk_indexes})
+            details = {
+                "profile": header.profile,
+                "library": header.library,
+                "chunks": len(summary.chunk_indexes),
+                "indexed": bool(summary.chunk_indexes),
+                "attachments": len(summary.attachment_indexes),
+                "metadata": len(summary.metadata_indexes),
+            }
+            yield ",".join(comps) or "none", details
+        decoders = _McapDecoders()
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            typename = schema.name if schema else "(no schema)"
+            yield (
+                channel.topic,
+                typename,
+                message.log_time,
+                (lambda s=schema, c=channel, m=message: decoders.decode(s, c, m)),
+            )
+
+
+class _McapDecoders:
+    """Decoders by schema and message encoding, each from a library we did not write."""
+
+    def __init__(self) -> None:
+        from mcap_protobuf.decoder import DecoderFactory as ProtobufFactory
+        from mcap_ros2.decoder import DecoderFactory as Ros2Factory
+
+        self.factories = [Ros2Factory(), ProtobufFactory()]
+        self.cache: dict[int, object] = {}
+        self.ros1 = None
+
+    def decode(self, schema, channel, message) -> object:
+        if channel.message_encoding == "json":
+            return json.loads(message.data)
+        if channel.message_encoding == "ros1":
+            return self._ros1(schema).deserialize_ros1(message.data, _ros2_name(schema.name))
+        key = channel.schema_id
+        if key not in self.cache:
+            for f in self.factories:
+                d = f.decoder_for(channel.message_encoding, schema)
+                if d is not None:
+                    self.cache[key] = d
+                    break
+            else:
+                raise HealthError(f"no decoder for encoding {channel.message_encoding!r}")
+        return self.cache[key](message.data)  # type: ignore[operator]
+
+    def _ros1(self, schema):
+        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+        if self.ros1 is None:
+            self.ros1 = get_typestore(Stores.ROS1_NOETIC)
+        name = _ros2_name(schema.name)
+        if name not in self.ros1.fielddefs:
+            self.ros1.register(_ros1_types(schema.data.decode(), name, get_types_from_msg))
+        return self.ros1
+
+
+def _ros2_name(name: str) -> str:
+    return name if "/msg/" in name else name.replace("/", "/msg/", 1)
+
+
+def _ros1_types(text: str, name: str, parse) -> dict:
+    """Types of a ROS 1 concatenated definition (main type, then `MSG: pkg/Type` blocks)."""
+    types = {}
+    blocks = text.split("\n" + "=" * 80 + "\n")
+    types.update(parse(blocks[0], name))
+    for block in blocks[1:]:
+        first, _, body = block.partition("\n")
+        types.update(parse(body, _ros2_name(first.removeprefix("MSG: ").strip())))
+    return types
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+def render_table(h: FileHealth) -> str:
+    lines = [
+        f"{h.path}: {h.format}, {h.bytes / 1e6:.1f} MB, compression {h.compression}, "
+        f"{h.messages} messages, {len(h.topics)} topics — {'OK' if h.ok else 'PROBLEMS'}",
+        f"  {'topic':40} {'type':34} {'msgs':>8} {'rate Hz':>8} {'gaps':>5}  status",
+    ]
+    for name in sorted(h.topics):
+        t = h.topics[name]
+        rate = f"{t.mean_rate_hz:.2f}" if t.mean_rate_hz else ""
+        status = "ok" if t.ok else "; ".join(t.problems)
+        lines.append(
+            f"  {name:40} {t.type:34} {t.messages:8d} {rate:>8} {t.gap_count:5d}  {status}"
+        )
+    lines += [f"  PROBLEM: {p}" for p in h.problems]
+    return "\n".join(lines)
+
+
+def render_html(h: FileHealth, bins: int = 200) -> str:
+    """Per-topic timeline: message density over time (bars) with gaps marked red."""
+    topics = [t for t in h.topics.values() if t.times is not None and len(t.times)]
+    t0 = min((t.first_ns for t in topics), default=0)
+    t1 = max((t.last_ns for t in topics), default=1)
+    span = max(t1 - t0, 1)
+    width, label, row = 960, 260, 26
+    svg = [f'<svg id="timeline" width="{width}" height="{row * len(topics) + 30}">']
+    for i, t in enumerate(sorted(topics, key=lambda t: t.topic)):
+        y = 5 + i * row
+        counts, _ = np.histogram(t.times, bins=bins, range=(t0, t0 + span))
+        top = max(int(counts.max()), 1)
+        svg.append(f'<text x="0" y="{y + 15}">{html.escape(t.topic)}</text>')
+        w = (width - label) / bins
+        for k, c in enumerate(counts.tolist()):
+            if c:
+                hgt = 4 + 16 * c / top
+                svg.append(
+                    f'<rect x="{label + k * w:.1f}" y="{y + 20 - hgt:.1f}" width="{w:.1f}" '
+                    f'height="{hgt:.1f}" fill="#4e79a7"/>'
+                )
+        for a, length in t.gaps:
+            x = label + (a - t0) / span * (width - label)
+            gw = max(length / span * (width - label), 1.5)
+            svg.append(
+                f'<rect class="gap" x="{x:.1f}" y="{y}" width="{gw:.1f}" height="20" '
+                'fill="#e15759" opacity="0.5"/>'
+            )
+    svg.append(f'<text x="{label}" y="{row * len(topics) + 25}">0 s</text>')
+    svg.append(
+        f'<text x="{width - 60}" y="{row * len(topics) + 25}">{span / NS:.1f} s</text></svg>'
+    )
+    rows = "".join(
+        f"<tr><td>{html.escape(t.topic)}</td><td>{html.escape(t.type)}</td>"
+        f'<td class="num">{t.messages}</td><td class="num">{(t.mean_rate_hz or 0):.2f}</td>'
+        f'<td class="num">{t.gap_count}</td>'
+        f'<td class="{"" if t.ok else "bad"}">'
+        f"{html.escape('; '.join(t.problems) or 'ok')}</td></tr>"
+        for t in sorted(h.topics.values(), key=lambda t: t.topic)
+    )
+    problems = "".join(f'<li class="bad">{html.escape(p)}</li>' for p in h.problems)
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>health: {html.escape(h.path)}</title><style>
+body {{ font: 14px system-ui, sans-serif; margin: 24px; }} .bad {{ color: #b00; }}
+td, th {{ padding: 2px 8px; border-bottom: 1px solid #ddd; }} td.num {{ text-align: right; }}
+svg text {{ font: 11px system-ui, sans-serif; }}</style></head><body>
+<h1>{html.escape(Path(h.path).name)}: {"OK" if h.ok else "problems"}</h1>
+<p>{h.format}, {h.bytes / 1e6:.1f} MB, compression {html.escape(h.compression)},
+{h.messages} messages in {len(h.topics)} topics.</p><ul>{problems}</ul>
+<h2>Timeline (bars: messages per time bin; red: gaps)</h2>{"".join(svg)}
+<h2>Topics</h2><table id="topics"><tr><th>topic</th><th>type</th><th>messages</th>
+<th>rate Hz</th><th>gaps</th><th>status</th></tr>{rows}</table></body></html>
+"""
