@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from bridge_lake.defs.calibrated import calibrated
+from bridge_lake.defs.exports import exports
 from bridge_lake.defs.jobs import lake_job
 from bridge_lake.defs.normalized import normalized
 from bridge_lake.defs.raw import raw_manifest
@@ -12,7 +13,7 @@ from bridge_lake.defs.resources import default_resources
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import landing_zone_sensor
 
-ASSETS = [raw_manifest, normalized, calibrated]
+ASSETS = [raw_manifest, normalized, calibrated, exports]
 """Every asset, in pipeline order; the demo and the gap schedule take them from here."""
 
 defs = dg.Definitions(

@@ -78,6 +78,9 @@ class TopicStat:
     messages: int = 0
     expected: int = 0
     """source rows in the export's windows, counted in the lake before writing."""
+    table: str = ""
+    streams: list[str] = field(default_factory=list)
+    """the lake streams feeding the topic"""
     first_ns: int | None = None
     last_ns: int | None = None
 
@@ -340,8 +343,13 @@ def export_drive(
             if lane.topic not in channels:
                 latched = lane.rule.table == "calibrated/tf_static"
                 channels[lane.topic] = output.add_topic(lane.topic, lane.rule.type, latched=latched)
-                result.topics[lane.topic] = TopicStat(lane.topic, lane.rule.type, lane.frame_id)
-            result.topics[lane.topic].expected += lane.rows
+                result.topics[lane.topic] = TopicStat(
+                    lane.topic, lane.rule.type, lane.frame_id, table=lane.rule.table
+                )
+            stat = result.topics[lane.topic]
+            stat.expected += lane.rows
+            if "stream" in lane.selection and lane.selection["stream"] not in stat.streams:
+                stat.streams.append(str(lane.selection["stream"]))
             builder = _builder(lake, drive, lane, ros, shift)
             sources.append((channels[lane.topic], builder.batches(lane_windows[id(lane)])))
         by_channel = {v: k for k, v in channels.items()}

@@ -1,0 +1,125 @@
+"""exports: the drive as MCAP (and on request ROS 1 / ROS 2 bags) in the lake, each file
+re-opened by independent readers before it counts as done."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from bridge_lake.defs.calibrated import ASSET_TABLES
+from bridge_lake.defs.calibrated import asset_name as calibrated_asset
+from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.partitions import drives
+from bridge_lake.defs.resources import LakeResource
+from bridge_lake.export.exporter import ExportRequest
+from bridge_lake.export.lake_exports import export_to_lake
+
+ASSET = "exports"
+FORMATS = ("mcap", "bag2", "bag1")
+
+
+class ExportsConfig(dg.Config):
+    """Which files the exports asset writes (default: one MCAP with ROS 2 messages)."""
+
+    formats: list[str] = ["mcap"]
+    """any of mcap, bag2, bag1"""
+    mcap_encoding: str = "ros2"
+    """ros2 or ros1 messages in the MCAP"""
+
+
+def _spec(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
+    return check_spec(name, ASSET, description, blocking=blocking)
+
+
+@dg.asset(
+    name=ASSET,
+    partitions_def=drives,
+    group_name="exports",
+    kinds={"mcap", "ros"},
+    deps=[calibrated_asset(t) for t in ASSET_TABLES],
+    description="The drive as MCAP (ROS 2 messages; bags on request) through the topic "
+    "mapping of its source, under <lake>/exports/drive=<id>/, checked by independent readers.",
+    check_specs=[
+        _spec(
+            "health",
+            "every message decodes (rosbags / mcap readers), every mapped topic is there with "
+            "as many messages as the lake has rows, log times never go backwards, header "
+            "stamps equal the lake's times",
+            True,
+        ),
+        _spec("rates", "each topic's rate within 30% of its stream's nominal rate", False),
+    ],
+    op_tags={"bridge_lake/heavy": "true"},
+    pool="exports",
+)
+def exports(
+    context: dg.AssetExecutionContext, config: ExportsConfig, lake: LakeResource
+) -> Iterator[dg.Output | dg.AssetCheckResult]:
+    drive = context.partition_key
+    store = lake.get()
+    unknown = sorted(set(config.formats) - set(FORMATS))
+    if unknown:
+        raise dg.Failure(f"unknown export formats {unknown}; use {', '.join(FORMATS)}")
+    made = [
+        export_to_lake(
+            store,
+            drive,
+            fmt,
+            ExportRequest(encoding=config.mcap_encoding if fmt == "mcap" else None),
+        )
+        for fmt in config.formats
+    ]
+    files = {}
+    problems: list[str] = []
+    rate_problems: list[str] = []
+    for e in made:
+        h = e.health
+        context.log.info(
+            f"{e.url}: {h.bytes / 1e6:.1f} MB, {h.messages} messages, {len(h.topics)} topics, "
+            f"{e.result.seconds:.1f} s"
+        )
+        files[e.result.format] = {
+            "path": e.url,
+            "bytes": h.bytes,
+            "messages": h.messages,
+            "seconds": round(e.result.seconds, 2),
+            "topics": {t: s.messages for t, s in h.topics.items()},
+        }
+        for t in h.topics.values():
+            rate = [p for p in t.problems if p.startswith("rate ")]
+            rate_problems += [f"{e.result.format} {t.topic}: {p}" for p in rate]
+            problems += [f"{e.result.format} {t.topic}: {p}" for p in t.problems if p not in rate]
+        problems += [f"{e.result.format}: {p}" for p in h.problems]
+    first = made[0]
+    yield dg.Output(
+        None,
+        metadata={
+            "dagster/uri": first.url,
+            "path": dg.MetadataValue.path(first.url),
+            "bytes": first.health.bytes,
+            "messages": first.health.messages,
+            "files": dg.MetadataValue.json(files),
+            "topics": dg.MetadataValue.md(
+                "| topic | type | messages | rate Hz |\n|---|---|---:|---:|\n"
+                + "\n".join(
+                    f"| {t.topic} | {t.type} | {t.messages} | {(t.mean_rate_hz or 0):.2f} |"
+                    for t in sorted(first.health.topics.values(), key=lambda t: t.topic)
+                )
+            ),
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name="health",
+        passed=not problems,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="; ".join(problems[:5])
+        or f"{sum(e.health.messages for e in made)} messages in {len(made)} file(s) decode "
+        "and match the lake",
+        metadata={"problems": dg.MetadataValue.json(problems[:50]), "files": len(made)},
+    )
+    yield dg.AssetCheckResult(
+        check_name="rates",
+        passed=not rate_problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(rate_problems[:5]) or "every topic at its nominal rate",
+        metadata={"problems": dg.MetadataValue.json(rate_problems[:50])},
+    )

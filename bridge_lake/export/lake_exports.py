@@ -1,0 +1,69 @@
+"""A drive's exports inside the lake: `<lake>/exports/drive=<id>/<id>.<ext>`, each checked.
+
+Used by the `exports` asset: every requested format is written (locally straight into the
+exports folder under a temporary name, for an object-store lake into a local temporary
+folder and then uploaded), and each file is re-opened by independent readers
+(`export.health`) against what the lake says it should hold: the topic's source rows in
+the export, and the nominal rates of the streams behind single-stream topics.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
+from bridge_lake.export.health import FileHealth, check_file
+from bridge_lake.lake import Lake
+from bridge_lake.lake.paths import exports_dir
+from bridge_lake.lake.schemas import STREAMS
+
+SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
+"""File name suffix per format (a ROS 2 bag is a folder)."""
+
+
+@dataclass(frozen=True)
+class LakeExport:
+    result: ExportResult
+    health: FileHealth
+    url: str
+    """where the export lives in the lake"""
+
+
+def expected_rates(lake: Lake, drive: str, result: ExportResult) -> dict[str, float]:
+    """Nominal rate per topic where one stream with a nominal rate feeds it."""
+    streams = lake.read_partition("normalized", STREAMS.name, drive).to_pylist()
+    nominal = {(r["stream"], f"normalized/{r['table']}"): r["expected_rate_hz"] for r in streams}
+    rates = {}
+    for t in result.topics.values():
+        if len(t.streams) == 1 and nominal.get((t.streams[0], t.table)):
+            rates[t.topic] = float(nominal[(t.streams[0], t.table)])
+    return rates
+
+
+def export_to_lake(lake: Lake, drive: str, fmt: str, request: ExportRequest) -> LakeExport:
+    """Write one format of a drive into the lake's exports folder and check it."""
+    name = f"{drive}{SUFFIX[fmt]}"
+    folder = exports_dir(lake.base, drive)
+    request = ExportRequest(**{**request.__dict__, "format": fmt, "force": True})
+    if lake.is_local:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        result = export_drive(lake, drive, Path(folder) / name, request)
+        health = _check(lake, drive, result)
+        return LakeExport(result, health, str(result.path))
+    with tempfile.TemporaryDirectory(prefix="bridge_lake_export_") as tmp:
+        result = export_drive(lake, drive, Path(tmp) / name, request)
+        health = _check(lake, drive, result)
+        target = posixpath.join(folder, name)
+        lake.fs.put(str(result.path), target, recursive=result.path.is_dir())
+    return LakeExport(result, health, lake.url(target))
+
+
+def _check(lake: Lake, drive: str, result: ExportResult) -> FileHealth:
+    return check_file(
+        result.path,
+        expected_counts={t.topic: t.expected for t in result.topics.values()},
+        expected_rates=expected_rates(lake, drive, result),
+    )
