@@ -33,6 +33,7 @@ from bridge_lake.lake.schemas.calibrated import (
     POSES,
     TF_STATIC,
 )
+from bridge_lake.memory import release_large_frees
 
 SPATIAL_TABLES = ("imu", "gnss", "heading", "lidar_scans", "camera_frames", "laser_scans")
 """Normalized tables whose rows are measured in a sensor frame: each frame_id needs an
@@ -75,6 +76,7 @@ def calibrate_drive(
     `deskew` overrides drive.yaml's `deskew` key. Returns the result and whether it was
     published (a rejected drive keeps its previous calibrated partitions).
     """
+    release_large_frees()
     result = CalibrateResult(drive_id)
     meta = lake.read_partition("raw", RAW_DRIVES.name, drive_id).to_pylist()[0]
     extra = json.loads(meta.get("extra_json") or "{}")

@@ -44,6 +44,7 @@ from bridge_lake.export.writers import (
 )
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
 ENCODINGS = ("ros2", "ros1")
@@ -301,6 +302,7 @@ def export_drive(
 ) -> ExportResult:
     """Write one drive (or its windows and topics) to `out`; see the module docstring."""
     t_start = time.perf_counter()
+    release_large_frees()
     encoding, compression = _check_request(request)
     out = Path(out)
     if out.exists() and not request.force:

@@ -221,6 +221,9 @@ class Lake(FsRoot):
         """Stream a partition in row order, about `batch_rows` rows at a time: memory stays
         bounded whatever the partition's size (lidar points of a long drive)."""
         for path in self._existing_files(layer, table, drive_id):
+            if self.is_local:  # Arrow's own file I/O: no Python file object buffering reads
+                yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns)
+                continue
             with self.fs.open(path, "rb") as f:
                 yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
 

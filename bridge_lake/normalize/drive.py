@@ -8,6 +8,7 @@ from pathlib import Path
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
+from bridge_lake.memory import release_large_frees
 from bridge_lake.normalize.adtf import normalize_adtf
 from bridge_lake.normalize.nclt import normalize_nclt
 from bridge_lake.normalize.sink import DriveSink, NormalizeResult
@@ -31,6 +32,7 @@ def normalize_drive(
     Returns the result and whether it was published; a rejected drive keeps its previous
     partitions, so readers never see tables that failed a blocking check.
     """
+    release_large_frees()
     normalizers = NORMALIZERS if normalizers is None else normalizers
     try:
         normalizer = normalizers[source]
