@@ -125,7 +125,7 @@ def _outcomes(
     for mat in result.get_asset_materialization_events():
         m = mat.materialization
         key = m.asset_key.to_user_string()
-        rows = m.metadata.get("dagster/row_count")
+        rows = m.metadata.get("dagster/row_count") or m.metadata.get("messages")
         path = m.metadata.get("dagster/uri")
         results = checks.get(key, [])
         out.append(
