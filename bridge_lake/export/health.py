@@ -47,6 +47,9 @@ class TopicHealth:
     """log times earlier than the message before them on the topic."""
     stamp_mismatches: int = 0
     """messages with a header whose stamp differs from the log time."""
+    stamps_backwards: int = 0
+    """header stamps earlier than the previous message's on the topic (in reading order)."""
+    last_stamp: int | None = field(default=None, repr=False)
     stamped: int = 0
     gaps: list[tuple[int, int]] = field(default_factory=list)
     """(start_ns, length_ns) of steps longer than GAP_FACTOR median periods."""
@@ -97,6 +100,7 @@ class FileHealth:
         for name, t in self.topics.items():
             d = asdict(t)
             d.pop("times")
+            d.pop("last_stamp")
             d["gaps"] = [[a, b] for a, b in t.gaps]
             d["ok"] = t.ok
             out["topics"][name] = d
@@ -151,6 +155,9 @@ def check_file(
             if stamp is not None:
                 t.stamped += 1
                 t.stamp_mismatches += int(stamp != log_time)
+                if t.last_stamp is not None and stamp < t.last_stamp:
+                    t.stamps_backwards += 1
+                t.last_stamp = stamp
     except HealthError:
         raise
     except Exception as exc:
@@ -193,6 +200,8 @@ def _judge(t: TopicHealth, times: np.ndarray, rates: Mapping[str, float]) -> Non
         t.problems.append(f"{t.decode_errors} messages do not decode ({t.first_error})")
     if t.backwards:
         t.problems.append(f"log time goes backwards {t.backwards} times")
+    if t.stamps_backwards:
+        t.problems.append(f"header stamps go backwards {t.stamps_backwards} times")
     if t.stamp_mismatches:
         t.problems.append(f"{t.stamp_mismatches} header stamps differ from the log time")
     expected = rates.get(t.topic)
