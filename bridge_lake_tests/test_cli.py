@@ -57,13 +57,21 @@ def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     assert main(["demo", "--workdir", str(tmp_path), "--minutes", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert "Summary" in out and "2 drives, 28 materializations" in out and " 0 failed" in out
-    assert "normalized_lidar_points" in out
+    from bridge_lake.definitions import ASSETS
+
+    per_drive = sum(len(a.keys) for a in ASSETS)  # raw 1, normalized 13, calibrated 4, exports 1
+    assert per_drive == 19
+    assert "Summary" in out and f"2 drives, {2 * per_drive} materializations" in out
+    assert " 0 failed" in out
+    for asset in ("normalized_lidar_points", "calibrated_poses", "calibrated_frames", "exports"):
+        assert asset in out
     assert "dagster dev -w workspace.yaml" in out
-    for table in ("raw/manifest", "normalized/imu", "normalized/streams"):
+    for table in ("raw/manifest", "normalized/imu", "normalized/streams", "calibrated/poses"):
         df = pl.read_parquet(str(tmp_path / "lake" / table) + "/", hive_schema={"drive": pl.String})
         assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}, table
     assert len(list((tmp_path / "lake" / "reports").glob("drive=*/normalized.html"))) == 2
+    assert len(list((tmp_path / "lake" / "reports").glob("drive=*/calibrated.html"))) == 2
+    assert len(list((tmp_path / "lake" / "exports").glob("drive=*/*.mcap"))) == 2
     assert (tmp_path / "dagster_home" / "dagster.yaml").exists()
 
 

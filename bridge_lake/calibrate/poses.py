@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.spatial.transform import Rotation
 
 from bridge_lake.calibrate.rig import Rig
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.geometry import NED_TO_ENU, geodetic_to_enu, wrap_angle
+from bridge_lake.geometry import NED_TO_ENU, geodetic_to_enu, slerp, wrap_angle
 
 MAP_FRAME = "map"
 YAW_WINDOW_S = 30.0
@@ -85,7 +85,7 @@ class PoseTrack:
         if len(self) == 1:
             quat = np.repeat(self.rotation.as_quat().reshape(1, 4), len(t_ns), axis=0)
         else:
-            quat = Slerp(rel, self.rotation)(rel_q).as_quat().reshape(-1, 4)
+            quat = slerp(self.time_ns, self.rotation.as_quat(), q)
         far = outside > limit_ns
         position[far] = np.nan
         quat[far] = np.nan

@@ -138,14 +138,6 @@ class Rig:
             self._cache[frame] = self.to_base(f.parent) @ f.transform
         return self._cache[frame]
 
-    def sensors(self) -> list[RigFrame]:
-        """Frames that are sensors (not mounts and not derived optical frames)."""
-        return [f for f in self.frames.values() if f.kind != "mount"]
-
-    def optical_frame(self, camera: str) -> str | None:
-        name = camera + OPTICAL_SUFFIX
-        return name if name in self.frames else None
-
 
 def load_rig(path: str | os.PathLike) -> Rig:
     """Read and validate one rig file; every problem is a RigError naming file and key."""

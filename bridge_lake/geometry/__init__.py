@@ -13,7 +13,6 @@ from bridge_lake.geometry.frames import (
     FRD_TO_FLU,
     NED_TO_ENU,
     OPTICAL_IN_BODY,
-    pose_ned_frd_to_enu_flu,
 )
 from bridge_lake.geometry.geodesy import (
     WGS84,
@@ -47,7 +46,6 @@ __all__ = [
     "geodetic_to_enu",
     "is_rotation_matrix",
     "matrix_to_quaternion",
-    "pose_ned_frd_to_enu_flu",
     "quaternion_to_matrix",
     "quaternion_to_rpy",
     "rpy_to_matrix",

@@ -9,7 +9,6 @@ frame: z forward along the optical axis, x right, y down (image u, v), REP-103/1
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 FRD_TO_FLU = np.diag([1.0, -1.0, -1.0])
 """p_flu = FRD_TO_FLU @ p_frd: body (x fwd, y right, z down) → REP-103 base_link. A rotation
@@ -23,19 +22,3 @@ OPTICAL_IN_BODY = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]
 """Rotation of a camera's optical frame in its body frame: p_body = OPTICAL_IN_BODY @ p_optical
 (optical z forward = body x, optical x right = body -y, optical y down = body -z); the
 quaternion of roll -π/2, pitch 0, yaw -π/2, as REP-103 publishes `*_optical`."""
-
-
-def pose_ned_frd_to_enu_flu(
-    position_ned: np.ndarray, quaternion_ned_frd: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Poses of an FRD body in a NED world → poses of the REP-103 base_link in the ENU world.
-
-    p_enu = N p_ned and R_enu_flu = N R_ned_frd Fᵀ (N = NED_TO_ENU, F = FRD_TO_FLU): the same
-    physical pose, expressed in the conventions ROS tools expect. Returns positions (n, 3) and
-    (x, y, z, w) quaternions (n, 4).
-    """
-    position = np.asarray(position_ned, dtype=np.float64) @ NED_TO_ENU.T
-    n = Rotation.from_matrix(NED_TO_ENU)
-    f = Rotation.from_matrix(FRD_TO_FLU)
-    rotation = n * Rotation.from_quat(np.asarray(quaternion_ned_frd).reshape(-1, 4)) * f.inv()
-    return position, rotation.as_quat().reshape(np.shape(quaternion_ned_frd))
