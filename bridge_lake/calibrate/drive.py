@@ -182,7 +182,21 @@ def _sensor_frames(lake: Lake, drive_id: str) -> dict[str, list[str]]:
 def _poses(lake: Lake, drive_id: str, rig: Rig) -> PoseTrack:
     """Ground truth where the rig knows its world frame and rows exist; else GNSS + IMU."""
     if rig.ground_truth is not None:
-        gt = lake.read_partition("normalized", "ground_truth", drive_id)
+        gt = lake.read_partition(
+            "normalized",
+            "ground_truth",
+            drive_id,
+            columns=[
+                "time_ns",
+                "frame_id",
+                "x_m",
+                "y_m",
+                "z_m",
+                "roll_rad",
+                "pitch_rad",
+                "yaw_rad",
+            ],
+        )
         gt = gt.filter(pc.equal(gt.column("frame_id"), rig.ground_truth.frame))
         if gt.num_rows and pc.sum(pc.is_finite(gt.column("x_m"))).as_py():
             return poses_from_ground_truth(gt, rig)

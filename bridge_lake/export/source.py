@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 from av.video.reformatter import VideoReformatter
 
 from bridge_lake.errors import BridgeLakeError
@@ -401,6 +402,46 @@ class TfStaticBuilder(Builder):
         yield Batch(np.array([stamp], np.int64), messages)
 
 
+POINT_COLUMNS = ["scan_id", "x", "y", "z", "intensity", "ring", "time_offset_ns"]
+
+
+class ScanPoints:
+    """Points of a scan-id range from a lidar_points partition.
+
+    The footers are read once: each row group's scan-id range (from its statistics) says
+    which row groups a range needs, and only those are read. A dataset filter would reopen
+    every part file's footer for every batch of scans (tens of thousands of times on a long
+    drive) and hold its scan state in between.
+    """
+
+    def __init__(self, lake: Lake, layer: str, drive: str) -> None:
+        paths = lake.partition_files(layer, "lidar_points", drive)
+        if not paths:
+            raise ExportError(f"drive {drive} has no {layer}/lidar_points partition")
+        self.files = [pq.ParquetFile(p if lake.is_local else lake.fs.open(p, "rb")) for p in paths]
+        self.groups: list[tuple[int, int, int, int]] = []
+        for i, f in enumerate(self.files):
+            col = f.schema_arrow.get_field_index("scan_id")
+            for g in range(f.metadata.num_row_groups):
+                stats = f.metadata.row_group(g).column(col).statistics
+                if stats is None or not stats.has_min_max:
+                    self.groups.append((i, g, np.iinfo(np.int64).min, np.iinfo(np.int64).max))
+                else:
+                    self.groups.append((i, g, int(stats.min), int(stats.max)))
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        parts = [
+            self.files[i].read_row_group(g, columns=POINT_COLUMNS)
+            for i, g, mn, mx in self.groups
+            if mx >= lo and mn <= hi
+        ]
+        if not parts:
+            return pa.table({c: [] for c in POINT_COLUMNS})
+        table = pa.concat_tables(parts)
+        ids = table.column("scan_id")
+        return table.filter(pc.and_(pc.greater_equal(ids, lo), pc.less_equal(ids, hi)))
+
+
 class PointCloudBuilder(Builder):
     """lidar_scans rows (one message each, stamped at the scan start) with their points from
     normalized/lidar_points (sensor frame) or calibrated/lidar_points (base_link), read by
@@ -414,8 +455,8 @@ class PointCloudBuilder(Builder):
         where = lane.rule.options.get("points", "sensor")
         if where not in ("sensor", "base_link"):
             raise ExportError(f"{lane.topic}: options.points must be sensor or base_link")
-        self.points = dataset(
-            lake, "calibrated" if where == "base_link" else "normalized", "lidar_points", drive
+        self.points = ScanPoints(
+            lake, "calibrated" if where == "base_link" else "normalized", drive
         )
         layout = lane.rule.options.get("layout", "xyzirt")
         if layout not in LAYOUTS:
@@ -436,11 +477,7 @@ class PointCloudBuilder(Builder):
     def build(self, scans: pa.Table) -> msg.Serialized:
         ids = scans.column("scan_id").to_numpy()
         counts = _np(scans, "point_count", np.int64)
-        pts = self.points.to_table(
-            columns=["scan_id", "x", "y", "z", "intensity", "ring", "time_offset_ns"],
-            filter=(pc.field("scan_id") >= int(ids.min()))
-            & (pc.field("scan_id") <= int(ids.max())),
-        )
+        pts = self.points.read(int(ids.min()), int(ids.max()))
         pid = pts.column("scan_id").to_numpy()
         if len(pid) and np.any(np.diff(pid) < 0):
             pts = pts.take(np.argsort(pid, kind="stable"))
