@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from bridge_lake.export.mapping import Mapping, default_mapping_path, load_mapping
 from bridge_lake.export.messages import Serialized
+from bridge_lake.export.prefetch import prefetch
 from bridge_lake.export.source import (
     BUILDERS,
     Batch,
@@ -48,7 +49,8 @@ from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
 ENCODINGS = ("ros2", "ros1")
-TF_TOPIC_TYPES = {"calibrated/tf_static": "static", "calibrated/poses": "dynamic"}
+PREFETCHED = {"sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/Image"}
+"""Lanes read one batch ahead on a thread (Parquet and video decoding release the GIL)."""
 
 
 @dataclass(frozen=True)
@@ -353,7 +355,10 @@ def export_drive(
             if "stream" in lane.selection and lane.selection["stream"] not in stat.streams:
                 stat.streams.append(str(lane.selection["stream"]))
             builder = _builder(lake, drive, lane, ros, shift)
-            sources.append((channels[lane.topic], builder.batches(lane_windows[id(lane)])))
+            batches = builder.batches(lane_windows[id(lane)])
+            if lane.rule.type in PREFETCHED:
+                batches = prefetch(batches)
+            sources.append((channels[lane.topic], batches))
         by_channel = {v: k for k, v in channels.items()}
         total = sum(t.expected for t in result.topics.values())
         written = nbytes = 0

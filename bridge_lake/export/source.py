@@ -430,6 +430,8 @@ class ScanPoints:
                     self.groups.append((i, g, int(stats.min), int(stats.max)))
 
     def read(self, lo: int, hi: int) -> pa.Table:
+        """Rows with lo <= scan_id <= hi. Parts hold scans in id order, so the rows are a
+        contiguous run of the row groups read: cut by binary search, no filter pass."""
         parts = [
             self.files[i].read_row_group(g, columns=POINT_COLUMNS)
             for i, g, mn, mx in self.groups
@@ -438,8 +440,12 @@ class ScanPoints:
         if not parts:
             return pa.table({c: [] for c in POINT_COLUMNS})
         table = pa.concat_tables(parts)
-        ids = table.column("scan_id")
-        return table.filter(pc.and_(pc.greater_equal(ids, lo), pc.less_equal(ids, hi)))
+        ids = table.column("scan_id").to_numpy()
+        if len(ids) > 1 and np.any(ids[1:] < ids[:-1]):  # not in id order: filter instead
+            keep = (ids >= lo) & (ids <= hi)
+            return table.filter(pa.array(keep))
+        a, b = np.searchsorted(ids, lo, "left"), np.searchsorted(ids, hi, "right")
+        return table.slice(int(a), int(b - a))
 
 
 class PointCloudBuilder(Builder):
@@ -482,10 +488,11 @@ class PointCloudBuilder(Builder):
         if len(pid) and np.any(np.diff(pid) < 0):
             pts = pts.take(np.argsort(pid, kind="stable"))
             pid = pts.column("scan_id").to_numpy()
-        keep = np.isin(pid, ids)
+        pos = np.minimum(np.searchsorted(ids, pid), len(ids) - 1)  # ids ascend within a lane
+        keep = ids[pos] == pid  # points of other streams' scans inside the id range
         if not keep.all():
-            pts, pid = pts.filter(pa.array(keep)), pid[keep]
-        got = np.bincount(np.searchsorted(ids, pid), minlength=len(ids))
+            pts, pid, pos = pts.filter(pa.array(keep)), pid[keep], pos[keep]
+        got = np.bincount(pos, minlength=len(ids))
         if not np.array_equal(got, counts):
             bad = int(ids[np.flatnonzero(got != counts)[0]])
             raise ExportError(
