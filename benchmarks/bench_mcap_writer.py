@@ -15,8 +15,11 @@ are deleted after each measurement so earlier runs' writeback does not slow late
 (2) sensor_msgs/Imu (316 bytes of CDR, laid out in bulk from a numpy structured array, checked
 against rosbags): ours via write_messages in 10k batches, the mcap Writer's add_message loop
 on the same bytes, and mcap_ros2 on dicts (timed on a subset, extrapolated as stated).
-Peak RSS is VmHWM (peak_rss.py) of a fresh process that builds each batch on the fly and
-writes it with ours, at two drive lengths: flat means memory independent of message count.
+Each figure is the best of the rounds, the writers taking turns within a round (this machine is
+shared: a busy spell hits every writer alike). `cpu s` is the process CPU time of the write, all
+threads: what the work costs whatever the load; two threads need two idle cores to turn it into
+wall time. Peak RSS is VmHWM (peak_rss.py) of a fresh process that builds each batch on the fly
+and writes it with ours, at two drive lengths: flat means memory independent of message count.
 """
 
 from __future__ import annotations
@@ -263,20 +266,43 @@ def digest(path: Path) -> tuple[int, int, str, str]:
     return count, size, sha.hexdigest(), first
 
 
-def run(label: str, fn: Callable[[Path], float], path: Path, repeat: int, amount: float) -> Row:
-    """Best of `repeat` timed writes; rate = amount (MB or messages) per second. The output is
-    deleted afterwards: its dirty pages are dropped, so background writeback of earlier runs
-    does not slow the later ones down."""
-    seconds = min(fn(path) for _ in range(repeat))
-    row = Row(label, seconds, amount / seconds, path.stat().st_size / MB, digest(path))
-    path.unlink()
-    return row
+@dataclass(frozen=True)
+class Spec:
+    """One writer to time: label, fn(path) -> seconds, the amount (MB or messages) it writes."""
+
+    label: str
+    write: Callable[[Path], float]
+    amount: float
+
+
+def measure(work: Path, specs: list[Spec], repeat: int) -> list[Row]:
+    """Best of `repeat` per writer, the writers taking turns in every round, so a busy spell
+    on this shared 2-core machine hits all of them alike rather than one. Each output is
+    deleted after it is timed (its dirty pages are dropped, so writeback of one run does not
+    slow the next) and checked once, from the last round."""
+    best = [float("inf")] * len(specs)
+    cpu = [float("inf")] * len(specs)
+    rows: list[Row] = []
+    for round_ in range(repeat):
+        for i, spec in enumerate(specs):
+            path = work / f"run{i}.mcap"
+            cpu0 = time.process_time()
+            best[i] = min(best[i], spec.write(path))
+            cpu[i] = min(cpu[i], time.process_time() - cpu0)
+            if round_ == repeat - 1:
+                size = path.stat().st_size / MB
+                rows.append(
+                    Row(spec.label, best[i], cpu[i], spec.amount / best[i], size, digest(path))
+                )
+            path.unlink()
+    return rows
 
 
 @dataclass
 class Row:
     writer: str
     seconds: float
+    cpu_seconds: float  # all threads of the process: what the work costs, whatever the load
     rate: float
     out_mb: float
     digest: tuple[int, int, str, str]
@@ -285,6 +311,7 @@ class Row:
         return {
             "writer": self.writer,
             "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
             "rate": round(self.rate, 1),
             "out_mb": round(self.out_mb, 2),
             "size_vs_peer": round(self.out_mb / peer.out_mb, 3),
@@ -294,12 +321,15 @@ class Row:
 
 def table(unit: str, rows: list[Row]) -> list[dict[str, object]]:
     """Print rows relative to the first (the peer the issue measures against)."""
-    print(f"  {'writer':44s} {'seconds':>8s} {unit:>10s} {'out MB':>8s} {'size':>6s} {'speed':>6s}")
+    print(
+        f"  {'writer':44s} {'seconds':>8s} {'cpu s':>6s} {unit:>10s} {'out MB':>8s}"
+        f" {'size':>6s} {'speed':>6s}"
+    )
     out = [r.figures(rows[0]) for r in rows]
     for r in out:
         print(
-            f"  {r['writer']:44s} {r['seconds']:8.2f} {r['rate']:10,.1f} {r['out_mb']:8.1f}"
-            f" {r['size_vs_peer']:6.3f} {r['speed_vs_peer']:5.2f}x"
+            f"  {r['writer']:44s} {r['seconds']:8.2f} {r['cpu_seconds']:6.2f} {r['rate']:10,.1f}"
+            f" {r['out_mb']:8.1f} {r['size_vs_peer']:6.3f} {r['speed_vs_peer']:5.2f}x"
         )
     return out
 
@@ -323,27 +353,20 @@ def bench_clouds(work: Path, count: int, repeat: int) -> list[dict[str, object]]
     def ours(**kw: object) -> Callable[[Path], float]:
         return lambda p: write_ours(p, "/points", CLOUD, batches, **kw)
 
-    rows = [
-        run(
+    specs = [
+        Spec(
             "mcap_ros2 Writer defaults (zstd-3, 1 MB)",
             lambda p: write_ros2(p, "/points", CLOUD, items),
-            work / "ros2.mcap",
-            repeat,
             mb,
         ),
-        run(
-            f"ours defaults (zstd-{DEFAULT_ZSTD_LEVEL}, 4 MB, 2 threads)",
-            ours(),
-            work / "ours.mcap",
-            repeat,
-            mb,
-        ),
-        run("ours threads=1", ours(threads=1), work / "t1.mcap", repeat, mb),
-        run("ours level=1", ours(level=1), work / "z1.mcap", repeat, mb),
-        run("ours level=3", ours(level=3), work / "z3.mcap", repeat, mb),
-        run("ours lz4", ours(compression="lz4"), work / "lz4.mcap", repeat, mb),
-        run("ours none", ours(compression="none"), work / "none.mcap", repeat, mb),
+        Spec(f"ours defaults (zstd-{DEFAULT_ZSTD_LEVEL}, 4 MB, 2 threads)", ours(), mb),
+        Spec("ours threads=1", ours(threads=1), mb),
+        Spec("ours level=1", ours(level=1), mb),
+        Spec("ours level=3", ours(level=3), mb),
+        Spec("ours lz4", ours(compression="lz4"), mb),
+        Spec("ours none", ours(compression="none"), mb),
     ]
+    rows = measure(work, specs, repeat)
     assert all(r.digest == (count, total, *rows[0].digest[2:]) for r in rows), "messages differ"
     print("  (all outputs: same messages, byte for byte, in the same order; CRCs valid)")
     return table("MB/s", rows)
@@ -374,32 +397,25 @@ def bench_imu(work: Path, n: int, ros2_subset: int, repeat: int) -> list[dict[st
         f"\nsensor_msgs/Imu, {n:,} messages of 316 bytes of CDR (laid out in bulk from numpy"
         f" columns at {n / layout_s / 1e6:.1f} M msgs/s)"
     )
-    ros2 = run(
-        "mcap_ros2 Writer on dicts",
-        lambda p: write_ros2(p, "/imu", IMU, subset),
-        work / "ros2_imu.mcap",
-        1,
-        ros2_subset,
+    rows = measure(
+        work,
+        [
+            Spec("mcap_ros2 Writer on dicts", lambda p: write_ros2(p, "/imu", IMU, subset), 0),
+            Spec(
+                "mcap Writer.add_message loop on bytes",
+                lambda p: write_plain(p, "/imu", IMU, items),
+                n,
+            ),
+            Spec(
+                "ours write_messages, 10k batches", lambda p: write_ours(p, "/imu", IMU, batches), n
+            ),
+        ],
+        repeat,
     )
+    ros2 = rows[0]
     ros2.writer = f"mcap_ros2 on dicts (first {ros2_subset:,}, size x{n // ros2_subset})"
+    ros2.rate = ros2_subset / ros2.seconds
     ros2.out_mb *= n / ros2_subset
-    rows = [
-        ros2,
-        run(
-            "mcap Writer.add_message loop on bytes",
-            lambda p: write_plain(p, "/imu", IMU, items),
-            work / "plain_imu.mcap",
-            repeat,
-            n,
-        ),
-        run(
-            "ours write_messages, 10k batches",
-            lambda p: write_ours(p, "/imu", IMU, batches),
-            work / "ours_imu.mcap",
-            repeat,
-            n,
-        ),
-    ]
     assert rows[1].digest == rows[2].digest == (n, n * 316, *rows[1].digest[2:]), "messages differ"
     assert rows[0].digest[3] == rows[2].digest[3], "mcap_ros2 encodes the first message otherwise"
     end_to_end = rows[2].seconds + layout_s
@@ -407,6 +423,7 @@ def bench_imu(work: Path, n: int, ros2_subset: int, repeat: int) -> list[dict[st
         Row(
             "ours incl. the bulk CDR layout",
             end_to_end,
+            rows[2].cpu_seconds + layout_s,
             n / end_to_end,
             rows[2].out_mb,
             rows[2].digest,
@@ -470,7 +487,7 @@ def main() -> None:
     figures: dict[str, object] = {"load_average_at_start": os.getloadavg()[0]}
     print(f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     try:
-        clouds, repeat = (30, 1) if args.smoke else (600, 2)
+        clouds, repeat = (30, 1) if args.smoke else (600, 3)
         figures["clouds"] = bench_clouds(work, clouds, repeat)
         n, subset = (20_000, 2_000) if args.smoke else (200_000, 20_000)
         figures["imu"] = bench_imu(work, n, subset, repeat)
