@@ -1,7 +1,9 @@
 """exports: the drive as MCAP (and on request ROS 1 / ROS 2 bags) in the lake, each file
 re-opened by independent readers before it counts as done."""
 
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 
@@ -9,9 +11,9 @@ from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
 from bridge_lake.defs.checks import check_spec
 from bridge_lake.defs.partitions import drives
-from bridge_lake.defs.resources import LakeResource
+from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.export.exporter import ExportRequest
-from bridge_lake.export.lake_exports import export_to_lake
+from bridge_lake.export.lake_exports import drive_mapping, export_to_lake
 
 ASSET = "exports"
 FORMATS = ("mcap", "bag2", "bag1")
@@ -52,22 +54,31 @@ def _spec(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
     pool="exports",
 )
 def exports(
-    context: dg.AssetExecutionContext, config: ExportsConfig, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    config: ExportsConfig,
+    lake: LakeResource,
+    landing: LandingZoneResource,
 ) -> Iterator[dg.Output | dg.AssetCheckResult]:
     drive = context.partition_key
     store = lake.get()
     unknown = sorted(set(config.formats) - set(FORMATS))
     if unknown:
         raise dg.Failure(f"unknown export formats {unknown}; use {', '.join(FORMATS)}")
-    made = [
-        export_to_lake(
-            store,
-            drive,
-            fmt,
-            ExportRequest(encoding=config.mcap_encoding if fmt == "mcap" else None),
-        )
-        for fmt in config.formats
-    ]
+    with tempfile.TemporaryDirectory(prefix="bridge_lake_mapping_") as tmp:
+        mapping = drive_mapping(store, landing.get(), drive, Path(tmp))
+        if mapping is not None:
+            context.log.info(f"drive {drive}: topic mapping from drive.yaml ({mapping.name})")
+        made = [
+            export_to_lake(
+                store,
+                drive,
+                fmt,
+                ExportRequest(
+                    encoding=config.mcap_encoding if fmt == "mcap" else None, mapping=mapping
+                ),
+            )
+            for fmt in config.formats
+        ]
     files = {}
     problems: list[str] = []
     rate_problems: list[str] = []

@@ -9,6 +9,7 @@ the export, and the nominal rates of the streams behind single-stream topics.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import tempfile
 from dataclasses import dataclass
@@ -16,12 +17,34 @@ from pathlib import Path
 
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
 from bridge_lake.export.health import FileHealth, check_file
+from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
-from bridge_lake.lake.schemas import STREAMS
+from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+from bridge_lake.landing import LandingZone
 
 SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
 """File name suffix per format (a ROS 2 bag is a folder)."""
+MAPPING_KEY = "export_mapping"
+"""drive.yaml key naming a topic mapping file inside the drive folder (per-drive override)."""
+
+
+def drive_mapping(lake: Lake, landing: LandingZone, drive: str, folder: Path) -> Path | None:
+    """The drive's own topic mapping (drive.yaml `export_mapping: FILE`, relative to the drive
+    folder and never outside it), copied to `folder`; None when the drive names none."""
+    meta = lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
+    rel = json.loads(meta.get("extra_json") or "{}").get(MAPPING_KEY)
+    if rel is None:
+        return None
+    if not isinstance(rel, str):
+        raise MappingError(f"drive {drive}: drive.yaml {MAPPING_KEY} must be a file name")
+    with landing.open(drive, rel) as f:
+        data = f.read(MAX_MAPPING_BYTES + 1)
+    if len(data) > MAX_MAPPING_BYTES:
+        raise MappingError(f"drive {drive}: {rel} is larger than {MAX_MAPPING_BYTES} bytes")
+    path = folder / Path(rel).name
+    path.write_bytes(data)
+    return path
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,15 @@ from bridge_lake.synth import synthesize
 def landing(tmp_path_factory):
     root = tmp_path_factory.mktemp("landing")
     made = synthesize(root, drives=2, minutes=0.1, seed=5, source="all", light=True)
+    adtf = next(d for d in made if d.source == "adtf")
+    # this drive brings its own topic mapping (drive.yaml `export_mapping`)
+    (adtf.path / "topics.yaml").write_text(
+        "topics:\n"
+        "  - {topic: /imu, type: sensor_msgs/msg/Imu, table: imu}\n"
+        "  - {topic: /tf_static, type: tf2_msgs/msg/TFMessage, table: calibrated/tf_static}\n"
+    )
+    with (adtf.path / "drive.yaml").open("a") as f:
+        f.write("export_mapping: topics.yaml\n")
     return root, [d.drive_id for d in made]
 
 
@@ -54,4 +63,9 @@ def test_exports_in_the_lake_with_health_checks(landing, tmp_path):
             files = mat.metadata["files"].value
             assert set(files) == {"mcap", "bag1"}
             assert files["mcap"]["messages"] == files["bag1"]["messages"] > 0
-            assert check_file(path).ok
+            health = check_file(path)
+            assert health.ok
+            if drive_id.startswith("adtf"):
+                assert set(health.topics) == {"/imu", "/tf_static"}
+            else:
+                assert "/velodyne_points" in health.topics
