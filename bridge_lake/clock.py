@@ -57,6 +57,16 @@ def ros_to_ns(sec: np.ndarray | int, nsec: np.ndarray | int) -> np.ndarray:
     return s * NS_PER_S + n
 
 
+def nearest(sorted_ns: np.ndarray, query_ns: np.ndarray) -> np.ndarray:
+    """Index of the sample nearest to each query time in non-decreasing `sorted_ns` (the
+    earlier one on a tie); `sorted_ns` must not be empty."""
+    t = np.asarray(sorted_ns, dtype=np.int64)
+    q = np.asarray(query_ns, dtype=np.int64)
+    after = np.clip(np.searchsorted(t, q), 0, len(t) - 1)
+    before = np.clip(after - 1, 0, len(t) - 1)
+    return np.where(np.abs(t[after] - q) < np.abs(q - t[before]), after, before)
+
+
 def ros1_stamp(ns: int) -> tuple[int, int]:
     """A ROS 1 `time` (uint32 sec, uint32 nsec); raises for times ROS 1 cannot hold."""
     sec, nsec = (int(v) for v in ns_to_ros(ns))

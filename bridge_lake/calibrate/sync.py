@@ -1,10 +1,10 @@
 """Synchronized key frames: every lidar scan with its pose and the nearest sample of every
 camera, IMU and GNSS stream.
 
-Matching is a searchsorted per stream over its (offset-corrected) times, vectorized over all
-scans. The tolerance of a stream is MATCH_PERIODS of its period: the nearest sample of a
-stream that runs without gaps is never further than half a period away, so a larger
-distance means a gap or a dead sensor there. Frames are marked, never dropped.
+Matching is a nearest-sample search (clock.nearest) per stream over its offset-corrected
+times, vectorized over all scans. The tolerance of a stream is MATCH_PERIODS of its period:
+the nearest sample of a stream that runs without gaps is never further than half a period
+away, so a larger distance means a gap or a dead sensor there. Frames are marked, never dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from bridge_lake.calibrate.poses import PoseTrack
 from bridge_lake.calibrate.transforms import POSE_LIMIT_NS
+from bridge_lake.clock import nearest
 from bridge_lake.lake.schemas.calibrated import FRAMES, MATCH
 
 MATCH_PERIODS = 0.75
@@ -94,10 +95,7 @@ def build_frames(
     for j, c in enumerate(candidates):
         if len(c.time_ns) == 0:
             continue
-        i = np.searchsorted(c.time_ns, t)
-        before = np.clip(i - 1, 0, len(c.time_ns) - 1)
-        after = np.clip(i, 0, len(c.time_ns) - 1)
-        pick = np.where(np.abs(c.time_ns[after] - t) < np.abs(t - c.time_ns[before]), after, before)
+        pick = nearest(c.time_ns, t)
         m_time[:, j] = c.time_ns[pick]
         m_dt[:, j] = c.time_ns[pick] - t
         m_has[:, j] = True

@@ -9,6 +9,7 @@ vectorized call (`export.messages`). The exporter merges the lanes by time.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from av.video.reformatter import VideoReformatter
 
+from bridge_lake.clock import nearest
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export import messages as msg
 from bridge_lake.export.mapping import TopicRule
@@ -136,7 +138,7 @@ def _times(table: pa.Table) -> np.ndarray:
 # --- builders: one per message type, rows of a lane → Serialized -----------------------------
 
 
-class Builder:
+class Builder(ABC):
     """Turns a lane's rows into messages of one type (stateful where decoding needs it)."""
 
     columns: list[str] = ["time_ns"]
@@ -158,8 +160,9 @@ class Builder:
         for rows in self.rows(windows):
             yield Batch(self.t(rows), self.build(rows))
 
+    @abstractmethod
     def build(self, rows: pa.Table) -> msg.Serialized:
-        raise NotImplementedError  # every builder below implements it
+        """The rows as serialized messages, one per row (in row order)."""
 
 
 class ImuBuilder(Builder):
@@ -186,12 +189,7 @@ class ImuBuilder(Builder):
         q = np.stack([_np(rows, f"orientation_{a}") for a in "xyzw"], -1)
         if self.join is not None:
             jt, jq, tol = self.join
-            i = (
-                np.clip(np.searchsorted(jt, t), 1, len(jt) - 1)
-                if len(jt) > 1
-                else np.zeros(len(t), int)
-            )
-            i = np.where(np.abs(jt[i - 1] - t) <= np.abs(jt[i] - t), i - 1, i) if len(jt) > 1 else i
+            i = nearest(jt, t)
             near = np.abs(jt[i] - t) <= tol
             q = np.where((near & np.isnan(q).any(axis=1))[:, None], jq[i], q)
         return msg.imu(
@@ -386,11 +384,14 @@ class TfStaticBuilder(Builder):
     def batches(self, windows: list[Window] | None) -> Iterator[Batch]:
         layer, table = self.lane.rule.table.split("/")
         rows = dataset(self.lake, layer, table, self.drive).to_table(columns=self.columns)
-        if rows.num_rows == 0:
-            return
-        stamp = int(self.lane.extra["stamp_ns"]) - self.shift_ns
+        if rows.num_rows:
+            stamp = int(self.lane.extra["stamp_ns"]) - self.shift_ns
+            yield Batch(np.array([stamp], np.int64), self.build(rows))
+
+    def build(self, rows: pa.Table) -> msg.Serialized:
         k = rows.num_rows
-        messages = msg.tf_message(
+        stamp = int(self.lane.extra["stamp_ns"]) - self.shift_ns
+        return msg.tf_message(
             np.full(k, stamp, np.int64),
             parent_frame_ids=rows.column("parent_frame").to_pylist(),
             child_frame_ids=rows.column("child_frame").to_pylist(),
@@ -399,7 +400,6 @@ class TfStaticBuilder(Builder):
             transforms_per_message=k,
             ros=self.ros,
         )
-        yield Batch(np.array([stamp], np.int64), messages)
 
 
 POINT_COLUMNS = ["scan_id", "x", "y", "z", "intensity", "ring", "time_offset_ns"]

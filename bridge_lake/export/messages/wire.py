@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from bridge_lake.clock import ns_to_ros
 from bridge_lake.export.messages import arguments as arg
 
 ENCAPSULATION_CDR_LE = b"\x00\x01\x00\x00"
@@ -42,7 +43,7 @@ def split_stamps(stamp_ns: ArrayLike, ros: int) -> tuple[np.ndarray, np.ndarray]
     """
     stamp_ns = arg.stamps(stamp_ns)
     ros = arg.ros_version(ros)
-    sec, nanosec = np.divmod(stamp_ns, NS_PER_S)
+    sec, nanosec = ns_to_ros(stamp_ns)
     lo, hi = TIME_RANGE[ros]
     bad = np.flatnonzero((sec < lo) | (sec > hi))
     if bad.size:
