@@ -201,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("mcap", "bag2", "bag1", "tum"), default="mcap")
     p.add_argument(
         "--encoding",
-        choices=("ros2", "ros1"),
-        help="message encoding of an MCAP (default ros2; bag1 is ros1, bag2 ros2)",
+        choices=("ros2", "ros1", "protobuf"),
+        help="message encoding of an MCAP: ros2 (default), ros1, or protobuf (Foxglove "
+        "schemas); bag1 is ros1, bag2 ros2",
     )
     p.add_argument("--out", type=Path, required=True, help="output file (bag2, tum: a folder)")
     p.add_argument("--topics", nargs="+", help="topics to keep (globs, e.g. '/sensor/*')")

@@ -31,6 +31,8 @@ from bridge_lake.export.source import (
     Builder,
     ExportError,
     Lane,
+    TfBuilder,
+    TfStaticBuilder,
     dataset,
 )
 from bridge_lake.export.source import _filter as lane_filter
@@ -48,7 +50,7 @@ from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
 from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
-ENCODINGS = ("ros2", "ros1")
+ENCODINGS = ("ros2", "ros1", "protobuf")
 PREFETCHED = {"sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/Image"}
 """Lanes read one batch ahead on a thread (Parquet and video decoding release the GIL)."""
 
@@ -57,7 +59,7 @@ PREFETCHED = {"sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/Image"}
 class ExportRequest:
     format: str = "mcap"
     encoding: str | None = None
-    """ros2 | ros1 (MCAP only; bag1 is ros1 and bag2 ros2 by nature)."""
+    """ros2 | ros1 | protobuf (MCAP only; bag1 is ros1 and bag2 ros2 by nature)."""
     topics: Sequence[str] | None = None
     start: str | float | int | None = None
     end: str | float | int | None = None
@@ -263,10 +265,7 @@ def _open_output(
 ) -> Output:
     if fmt == "mcap":
         return McapOutput(
-            path,
-            ros=2 if encoding == "ros2" else 1,
-            compression=compression,
-            chunk_size=request.chunk_size,
+            path, encoding=encoding, compression=compression, chunk_size=request.chunk_size
         )
     if fmt == "bag2":
         return Bag2Output(path, storage=request.storage, compression=compression)
@@ -336,7 +335,6 @@ def export_drive(
     shift = 0
     if request.time_base == "zero":
         shift = min([start_ns] + [w[0].start_ns for w in lane_windows.values() if w])
-    ros = 2 if encoding == "ros2" else 1
     tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
     output = _open_output(request.format, tmp, encoding, request, compression)
     result = ExportResult(out, request.format, encoding, drive, mapping.path, spans, shift)
@@ -354,7 +352,7 @@ def export_drive(
             stat.expected += lane.rows
             if "stream" in lane.selection and lane.selection["stream"] not in stat.streams:
                 stat.streams.append(str(lane.selection["stream"]))
-            builder = _builder(lake, drive, lane, ros, shift)
+            builder = _builder(lake, drive, lane, encoding, shift)
             batches = builder.batches(lane_windows[id(lane)])
             if lane.rule.type in PREFETCHED:
                 batches = prefetch(batches)
@@ -392,14 +390,16 @@ def export_drive(
     return result
 
 
-def _builder(lake: Lake, drive: str, lane: Lane, ros: int, shift: int) -> Builder:
-    from bridge_lake.export.source import TfBuilder, TfStaticBuilder
-
+def _builder(lake: Lake, drive: str, lane: Lane, encoding: str, shift: int) -> Builder:
     if lane.rule.type == "tf2_msgs/msg/TFMessage":
         cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
     else:
         cls = BUILDERS[lane.rule.type]
-    return cls(lake, drive, lane, ros, shift)
+    if encoding == "protobuf":
+        from bridge_lake.export import protobuf
+
+        return cls(lake, drive, lane, 2, shift, protobuf)
+    return cls(lake, drive, lane, 2 if encoding == "ros2" else 1, shift)
 
 
 def _attach(output: Output, lake: Lake, drive: str, meta: dict, result: ExportResult) -> None:

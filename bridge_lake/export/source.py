@@ -144,8 +144,12 @@ class Builder(ABC):
     columns: list[str] = ["time_ns"]
     batch_rows = SMALL_BATCH_ROWS
 
-    def __init__(self, lake: Lake, drive: str, lane: Lane, ros: int, shift_ns: int = 0) -> None:
+    def __init__(
+        self, lake: Lake, drive: str, lane: Lane, ros: int, shift_ns: int = 0, codec=msg
+    ) -> None:
         self.lake, self.drive, self.lane, self.ros = lake, drive, lane, ros
+        self.codec = codec
+        """the serializers: export.messages (ROS 1 / ROS 2) or export.protobuf (same calls)"""
         self.shift_ns = shift_ns
         """subtracted from every time (log time and header stamp): --time-base zero"""
 
@@ -170,8 +174,8 @@ class ImuBuilder(Builder):
         f"{v}_{a}" for v in ("angular_velocity", "linear_acceleration") for a in "xyz"
     ] + [f"orientation_{a}" for a in "xyzw"]  # fmt: skip
 
-    def __init__(self, lake, drive, lane, ros, shift_ns=0) -> None:
-        super().__init__(lake, drive, lane, ros, shift_ns)
+    def __init__(self, lake, drive, lane, ros, shift_ns=0, codec=msg) -> None:
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
         self.join = None
         spec = lane.rule.options.get("orientation_from")
         if spec:
@@ -192,7 +196,7 @@ class ImuBuilder(Builder):
             i = nearest(jt, t)
             near = np.abs(jt[i] - t) <= tol
             q = np.where((near & np.isnan(q).any(axis=1))[:, None], jq[i], q)
-        return msg.imu(
+        return self.codec.imu(
             t - self.shift_ns,
             self.lane.frame_id,
             orientation=q,
@@ -216,7 +220,7 @@ class NavSatFixBuilder(Builder):
         known = np.isfinite(err)
         cov = np.zeros((len(err), 9))
         cov[:, 0] = cov[:, 4] = cov[:, 8] = np.where(known, err**2, 0.0)
-        return msg.nav_sat_fix(
+        return self.codec.nav_sat_fix(
             self.t(rows),
             self.lane.frame_id,
             latitude_deg=_np(rows, "lat_deg"),
@@ -251,7 +255,7 @@ class CanBuilder(Builder):
         src = (offsets[:-1, None] + col)[mask]
         padded[mask] = flat[src]
         remote = rows.column("is_remote").fill_null(False)
-        return msg.can_frame(
+        return self.codec.can_frame(
             self.t(rows),
             self.lane.frame_id,
             can_id=_np(rows, "can_id", np.int64),
@@ -283,7 +287,7 @@ class LaserScanBuilder(Builder):
         amin = _np(rows, "angle_min_rad")
         inc = _np(rows, "angle_increment_rad")
         period = self.lane.extra.get("period_s", 0.0)
-        return msg.laser_scan(
+        return self.codec.laser_scan(
             self.t(rows),
             self.lane.frame_id,
             angle_min=amin,
@@ -309,8 +313,8 @@ def _quaternions(rows: pa.Table) -> np.ndarray:
 
 
 class OdometryBuilder(Builder):
-    def __init__(self, lake, drive, lane, ros, shift_ns=0) -> None:
-        super().__init__(lake, drive, lane, ros, shift_ns)
+    def __init__(self, lake, drive, lane, ros, shift_ns=0, codec=msg) -> None:
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
         self.poses = lane.rule.table == "calibrated/poses"
         self.columns = (
             ["time_ns", "x_m", "y_m", "z_m", "qx", "qy", "qz", "qw"]
@@ -326,7 +330,7 @@ class OdometryBuilder(Builder):
         else:
             q = _quaternions(rows)
             cov = _covariance36(rows.column("covariance"))
-        return msg.odometry(
+        return self.codec.odometry(
             self.t(rows),
             self.lane.frame_id,
             child_frame_id=self.lane.extra["child_frame_id"],
@@ -361,7 +365,7 @@ class TfBuilder(Builder):
     def build(self, rows: pa.Table) -> msg.Serialized:
         n = rows.num_rows
         return (
-            msg.tf_message(
+            self.codec.tf_message(
                 self.t(rows),
                 parent_frame_ids=["map"],
                 child_frame_ids=["base_link"],
@@ -391,7 +395,7 @@ class TfStaticBuilder(Builder):
     def build(self, rows: pa.Table) -> msg.Serialized:
         k = rows.num_rows
         stamp = int(self.lane.extra["stamp_ns"]) - self.shift_ns
-        return msg.tf_message(
+        return self.codec.tf_message(
             np.full(k, stamp, np.int64),
             parent_frame_ids=rows.column("parent_frame").to_pylist(),
             child_frame_ids=rows.column("child_frame").to_pylist(),
@@ -456,8 +460,8 @@ class PointCloudBuilder(Builder):
     columns = ["time_ns", "scan_id", "point_count"]
     batch_rows = 16
 
-    def __init__(self, lake, drive, lane, ros, shift_ns=0) -> None:
-        super().__init__(lake, drive, lane, ros, shift_ns)
+    def __init__(self, lake, drive, lane, ros, shift_ns=0, codec=msg) -> None:
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
         where = lane.rule.options.get("points", "sensor")
         if where not in ("sensor", "base_link"):
             raise ExportError(f"{lane.topic}: options.points must be sensor or base_link")
@@ -506,7 +510,7 @@ class PointCloudBuilder(Builder):
         columns["time"] = (
             pts.column("time_offset_ns").fill_null(0).to_numpy().astype(np.float64) / NS
         ).astype(np.float32)
-        return msg.point_cloud2(
+        return self.codec.point_cloud2(
             self.t(scans),
             self.lane.frame_id,
             counts=counts,
@@ -532,10 +536,10 @@ class CompressedBuilder(Builder):
         if self.lane.rule.type == "foxglove_msgs/msg/CompressedVideo":
             if encoding != "h264":
                 raise ExportError(f"{self.lane.topic}: CompressedVideo needs h264, not {encoding}")
-            return msg.compressed_video(
+            return self.codec.compressed_video(
                 self.t(rows), self.lane.frame_id, format="h264", data=data, ros=self.ros
             )
-        return msg.compressed_image(
+        return self.codec.compressed_image(
             self.t(rows), self.lane.frame_id, format=encoding, data=data, ros=self.ros
         )
 
@@ -549,8 +553,8 @@ class ImageBuilder(Builder):
     columns = ["time_ns", "encoding", "width", "height", "is_keyframe", "data"]
     batch_rows = IMAGE_BATCH_ROWS
 
-    def __init__(self, lake, drive, lane, ros, shift_ns=0) -> None:
-        super().__init__(lake, drive, lane, ros, shift_ns)
+    def __init__(self, lake, drive, lane, ros, shift_ns=0, codec=msg) -> None:
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
         self.encoding = lane.rule.options.get("encoding", "rgb8")
         if self.encoding not in ("rgb8", "bgr8"):
             raise ExportError(f"{lane.topic}: options.encoding must be rgb8 or bgr8")
@@ -600,7 +604,7 @@ class ImageBuilder(Builder):
             raise ExportError(f"{self.lane.topic}: frames mix mono and colour")
         enc = "mono8" if len(c) and c[0] == 1 else self.encoding
         data = pa.array([f.tobytes() for f in frames], pa.large_binary())
-        return msg.image(
+        return self.codec.image(
             self.t(rows), self.lane.frame_id, height=h, width=w, encoding=enc, step=w * c,
             data=data, ros=self.ros,
         )  # fmt: skip

@@ -82,15 +82,17 @@ def _qos_yaml() -> str:
 
 
 class McapOutput:
-    """MCAP with ROS 1 or ROS 2 messages: schemas carry the full message definitions."""
+    """MCAP with ROS 2 (CDR) or ROS 1 messages, whose schemas carry the full message
+    definitions, or with protobuf messages (Foxglove schemas and the project's own), whose
+    schemas carry a FileDescriptorSet: what Foxglove and the mcap decoders read."""
 
     def __init__(
-        self, path: str | os.PathLike, *, ros: int, compression: str, chunk_size: int = 4 << 20
+        self, path: str | os.PathLike, *, encoding: str, compression: str, chunk_size: int = 4 << 20
     ) -> None:
-        self.ros = ros
+        self.encoding = encoding
         self.writer = McapWriter(
             path,
-            profile="ros2" if ros == 2 else "ros1",
+            profile={"ros2": "ros2", "ros1": "ros1"}.get(encoding, ""),
             library=LIBRARY,
             compression=compression,  # type: ignore[arg-type]
             chunk_size=chunk_size,
@@ -98,16 +100,28 @@ class McapOutput:
         self._schemas: dict[str, int] = {}
 
     def add_topic(self, topic: str, typename: str, *, latched: bool = False) -> int:
-        d = message_definition(typename, self.ros)
-        if d.name not in self._schemas:
-            self._schemas[d.name] = self.writer.add_schema(d.name, d.encoding, d.text.encode())
+        if self.encoding == "protobuf":
+            from bridge_lake.export.protobuf import schema
+
+            name, data = schema(typename)
+            schema_encoding, message_encoding, md5 = "protobuf", "protobuf", None
+        else:
+            d = message_definition(typename, 2 if self.encoding == "ros2" else 1)
+            name, data, md5 = d.name, d.text.encode(), d.md5sum
+            schema_encoding = d.encoding
+            message_encoding = "cdr" if self.encoding == "ros2" else "ros1"
+        if name not in self._schemas:
+            self._schemas[name] = self.writer.add_schema(name, schema_encoding, data)
         meta = {}
         if latched:
-            meta = {"offered_qos_profiles": _qos_yaml()} if self.ros == 2 else {"latching": "1"}
-        if self.ros == 1 and d.md5sum:
-            meta["md5sum"] = d.md5sum
-        encoding = "cdr" if self.ros == 2 else "ros1"
-        return self.writer.add_channel(topic, encoding, self._schemas[d.name], meta)
+            meta = (
+                {"latching": "1"}
+                if self.encoding == "ros1"
+                else {"offered_qos_profiles": _qos_yaml()}
+            )
+        if md5:
+            meta["md5sum"] = md5
+        return self.writer.add_channel(topic, message_encoding, self._schemas[name], meta)
 
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
         self.writer.write_messages(channels, times, times, None, messages)
