@@ -333,3 +333,44 @@ def test_missing_column_and_a_full_disk_leave_nothing_behind(synthetic_lake, tmp
     with pytest.raises(ExportError, match="No space left on device"):
         export_drive(lake, drive, tmp_path / "full.mcap")
     assert list(tmp_path.glob("*full*")) == [] and list(tmp_path.glob(".*")) == []
+
+
+def test_protobuf_mcap_for_foxglove(synthetic_lake, tmp_path):
+    """MCAP with Foxglove protobuf schemas, decoded by mcap_protobuf."""
+    from mcap_protobuf.decoder import DecoderFactory as ProtobufDecoders
+
+    from bridge_lake.export.health import check_file
+
+    lake, drive = synthetic_lake.lake, synthetic_lake.drives["adtf"].drive_id
+    out = tmp_path / "fox.mcap"
+    result = export_drive(lake, drive, out, ExportRequest(encoding="protobuf"))
+    got: dict[str, list] = {}
+    with out.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[ProtobufDecoders()], validate_crcs=True)
+        assert reader.get_header().profile == ""
+        names = {s.name for s in reader.get_summary().schemas.values()}
+        assert {"foxglove.PointCloud", "foxglove.RawImage", "foxglove.LocationFix",
+                "foxglove.FrameTransforms", "bridge_lake.Imu", "bridge_lake.CanFrame"} <= names  # fmt: skip
+        for _, channel, message, decoded in reader.iter_decoded_messages():
+            got.setdefault(channel.topic, []).append((message.log_time, decoded))
+    assert {t: len(v) for t, v in got.items()} == {t: s.expected for t, s in result.topics.items()}
+    scans = lake_rows(lake, "normalized", "lidar_scans", drive)
+    t, cloud = got["/sensor/lidar/points"][3]
+    scan = scans.slice(3, 1).to_pylist()[0]
+    assert t == scan["time_ns"] == cloud.timestamp.seconds * NS + cloud.timestamp.nanos
+    assert cloud.point_stride == 22 and len(cloud.data) == 22 * scan["point_count"]
+    pts = lake_rows(lake, "normalized", "lidar_points", drive, scan_id=scan["scan_id"])
+    x = np.frombuffer(cloud.data, np.dtype({"names": ["x"], "formats": ["<f4"], "offsets": [0],
+                                            "itemsize": 22}))["x"]  # fmt: skip
+    assert x.tobytes() == pts.column("x").to_numpy().tobytes()
+    _, fix = got["/sensor/gps/fix"][0]
+    row = lake_rows(lake, "normalized", "gnss", drive).slice(0, 1).to_pylist()[0]
+    assert (fix.latitude, fix.longitude) == (row["lat_deg"], row["lon_deg"])
+    _, imu = got["/sensor/imu/data"][0]
+    assert not imu.HasField("orientation") and imu.orientation_covariance[0] == -1
+    _, tf = got["/tf_static"][0]
+    assert ("base_link", "lidar_top") in {
+        (x.parent_frame_id, x.child_frame_id) for x in tf.transforms
+    }
+    health = check_file(out, expected_counts={t: s.expected for t, s in result.topics.items()})
+    assert health.ok, [t.problems for t in health.topics.values() if t.problems]

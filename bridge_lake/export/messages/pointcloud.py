@@ -127,6 +127,22 @@ XYZI = PointLayout.packed(
 """x, y, z, intensity FLOAT32 at 0, 4, 8, 12; point_step 16 (pcl::PointXYZI without padding)."""
 
 
+def pack_points(
+    layout: PointLayout, columns: Mapping[str, ArrayLike], total: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """All points in one structured array of the layout (bytes no field covers are zero),
+    filled in ~2 MiB blocks; also the validated columns."""
+    values = [arg.column(columns, f.name, total, f.dtype, f.count) for f in layout.fields]
+    covered = sum(f.size for f in layout.fields) == layout.point_step
+    points = np.empty(total, layout.dtype) if covered else np.zeros(total, layout.dtype)
+    block = max(1, FILL_BLOCK_BYTES // layout.point_step)
+    for start in range(0, total, block):
+        chunk = points[start : start + block]
+        for f, column in zip(layout.fields, values, strict=True):
+            chunk[f.name] = column[start : start + block]
+    return points, values
+
+
 def point_cloud2(
     stamp_ns: ArrayLike,
     frame_id: str,
@@ -157,14 +173,7 @@ def point_cloud2(
         raise ValueError(f"counts: a cloud of {int(width.max())} points exceeds 4 GiB of data")
     total = int(offsets[-1])
 
-    values = [arg.column(columns, f.name, total, f.dtype, f.count) for f in fields.fields]
-    covered = sum(f.size for f in fields.fields) == step
-    points = np.empty(total, fields.dtype) if covered else np.zeros(total, fields.dtype)
-    block = max(1, FILL_BLOCK_BYTES // step)
-    for start in range(0, total, block):
-        chunk = points[start : start + block]
-        for f, column in zip(fields.fields, values, strict=True):
-            chunk[f.name] = column[start : start + block]
+    points, values = pack_points(fields, columns, total)
     has_nan = np.zeros(total, bool)
     for f, column in zip(fields.fields, values, strict=True):
         if f.name in ("x", "y", "z") and f.dtype.kind == "f" and f.count == 1:

@@ -1,0 +1,111 @@
+"""nav_msgs/Odometry -> foxglove.Odometry and tf2_msgs/TFMessage -> foxglove.FrameTransforms,
+from the same arguments as bridge_lake.export.messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from bridge_lake.export.messages import arguments as arg
+from bridge_lake.export.messages.serialized import Serialized
+from bridge_lake.export.messages.wire import F8
+from bridge_lake.export.protobuf.geometry import doubles, pose
+from bridge_lake.export.protobuf.wire import Fields
+
+
+def odometry(
+    stamp_ns: ArrayLike,
+    frame_id: str,
+    *,
+    child_frame_id: str,
+    position: ArrayLike,
+    orientation: ArrayLike,
+    pose_covariance: ArrayLike | None = None,
+    linear_velocity: ArrayLike | None = None,
+    angular_velocity: ArrayLike | None = None,
+    twist_covariance: ArrayLike | None = None,
+    ros: int,
+    seq_start: int = 0,
+) -> Serialized:
+    """foxglove.Odometry, inputs as messages.odometry; nothing of nav_msgs/Odometry is lost.
+
+    foxglove.Odometry (foxglove_schemas_protobuf >= 0.4) is nav_msgs/Odometry field for
+    field: body_frame_id = child_frame_id, pose of it in frame_id, velocities in the body
+    frame (as ROS's twist in child_frame_id), 6x6 pose and velocity (= twist) covariances.
+    Velocities left None are left unset (Foxglove marks them optional) rather than written as
+    zeros, which would claim the body stands still; covariances left None are 36 zeros, the
+    schema's "unknown". `ros` and `seq_start` are ignored.
+    """
+    stamp = arg.stamps(stamp_ns)
+    n = stamp.size
+    zeros36 = np.zeros(36)
+
+    def cov(name: str, value: ArrayLike | None) -> np.ndarray:
+        return arg.per_message(name, zeros36 if value is None else value, n, F8, (36,))
+
+    fields = Fields(n)
+    fields.timestamp(1, stamp)
+    fields.string(2, arg.text("frame_id", frame_id))
+    fields.string(3, arg.text("child_frame_id", child_frame_id))
+    fields.message(
+        4,
+        pose(
+            arg.rows("position", position, n, F8, (3,)),
+            arg.rows("orientation", orientation, n, F8, (4,)),
+        ),
+    )
+    for number, name, value in (
+        (5, "linear_velocity", linear_velocity),
+        (6, "angular_velocity", angular_velocity),
+    ):
+        if value is not None:
+            fields.message(number, doubles(arg.rows(name, value, n, F8, (3,))))
+    fields.doubles(7, cov("pose_covariance", pose_covariance))
+    fields.doubles(8, cov("twist_covariance", twist_covariance))
+    return fields.encode()
+
+
+def tf_message(
+    stamp_ns: ArrayLike,
+    *,
+    parent_frame_ids: Sequence[str],
+    child_frame_ids: Sequence[str],
+    translation: ArrayLike,
+    rotation: ArrayLike,
+    transforms_per_message: int,
+    ros: int,
+) -> Serialized:
+    """foxglove.FrameTransforms of k = transforms_per_message foxglove.FrameTransform each,
+    inputs as messages.tf_message: transform j of every message goes from parent_frame_ids[j]
+    to child_frame_ids[j], stamped with its message's or its own stamp. `ros` is ignored."""
+    k = transforms_per_message
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"transforms_per_message must be a positive int, got {k!r}")
+    for name, ids in (("parent_frame_ids", parent_frame_ids), ("child_frame_ids", child_frame_ids)):
+        if isinstance(ids, str) or len(ids) != k:
+            raise ValueError(f"{name} must be a sequence of {k} frame ids (transforms_per_message)")
+    trans = np.asarray(translation)
+    if trans.ndim != 2 or trans.shape[0] % k:
+        raise ValueError(f"translation must be (m, 3) with m a multiple of {k}, got {trans.shape}")
+    k = int(k)
+    n = trans.shape[0] // k
+    trans = arg.rows("translation", trans, n * k, F8, (3,)).reshape(n, k, 3)
+    rot = arg.rows("rotation", rotation, n * k, F8, (4,)).reshape(n, k, 4)
+    stamp = arg.stamps(stamp_ns)
+    if stamp.size not in (n, n * k):
+        raise ValueError(f"stamp_ns must have {n} (per message) or {n * k} (per transform) stamps")
+    per_row = 1 if stamp.size == n else k
+    stamps = np.broadcast_to(stamp.reshape(n, per_row), (n, k))
+
+    fields = Fields(n)
+    for j, (parent, child) in enumerate(zip(parent_frame_ids, child_frame_ids, strict=True)):
+        transform = Fields(n)
+        transform.timestamp(1, stamps[:, j])
+        transform.string(2, arg.text(f"parent_frame_ids[{j}]", parent))
+        transform.string(3, arg.text(f"child_frame_ids[{j}]", child))
+        transform.message(4, doubles(trans[:, j]))
+        transform.message(5, doubles(rot[:, j]))
+        fields.message(1, transform)
+    return fields.encode()
