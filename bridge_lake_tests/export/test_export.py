@@ -349,8 +349,10 @@ def test_protobuf_mcap_for_foxglove(synthetic_lake, tmp_path):
         reader = make_reader(f, decoder_factories=[ProtobufDecoders()], validate_crcs=True)
         assert reader.get_header().profile == ""
         names = {s.name for s in reader.get_summary().schemas.values()}
-        assert {"foxglove.PointCloud", "foxglove.RawImage", "foxglove.LocationFix",
-                "foxglove.FrameTransforms", "bridge_lake.Imu", "bridge_lake.CanFrame"} <= names  # fmt: skip
+        assert {
+            "foxglove.PointCloud", "foxglove.RawImage", "foxglove.LocationFix",
+            "foxglove.FrameTransforms", "bridge_lake.Imu", "bridge_lake.CanFrame",
+        } <= names  # fmt: skip
         for _, channel, message, decoded in reader.iter_decoded_messages():
             got.setdefault(channel.topic, []).append((message.log_time, decoded))
     assert {t: len(v) for t, v in got.items()} == {t: s.expected for t, s in result.topics.items()}
