@@ -10,6 +10,7 @@ under a temporary name beside the target and renamed when complete.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import os
 import secrets
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
-from bridge_lake.export.mapping import Mapping, default_mapping_path, load_mapping
+from bridge_lake.export.mapping import Mapping, TopicRule, default_mapping_path, load_mapping
 from bridge_lake.export.messages import Serialized
 from bridge_lake.export.prefetch import prefetch
 from bridge_lake.export.source import (
@@ -36,7 +37,7 @@ from bridge_lake.export.source import (
     dataset,
 )
 from bridge_lake.export.source import _filter as lane_filter
-from bridge_lake.export.trim import Window, select_topics, window, windows
+from bridge_lake.export.trim import ALWAYS, Window, select_topics, window, windows
 from bridge_lake.export.writers import (
     COMPRESSIONS,
     DEFAULT_COMPRESSION,
@@ -148,11 +149,21 @@ def resolve_mapping(lake: Lake, drive: str, given: str | os.PathLike | None) -> 
     return load_mapping(default_mapping_path(str(source)))
 
 
-def plan_lanes(lake: Lake, drive: str, mapping: Mapping, spans: list[Window] | None) -> list[Lane]:
-    """Every lane of every rule that has rows in the drive, with its row count and frame."""
+def plan_lanes(
+    lake: Lake,
+    drive: str,
+    mapping: Mapping,
+    spans: list[Window] | None,
+    topics: Sequence[str] | None = None,
+) -> list[Lane]:
+    """Every lane of every rule that has rows in the drive, with its row count and frame.
+    Rules whose topics no glob of `topics` can match are not looked at (their tables need
+    not exist)."""
     lanes: list[Lane] = []
     static = _static_frames(lake, drive)
     for rule in mapping.topics:
+        if topics and not _may_match(rule, topics):
+            continue
         layer, table = rule.table.split("/")
         data = dataset(lake, layer, table, drive)
         keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in data.schema.names]
@@ -169,6 +180,16 @@ def plan_lanes(lake: Lake, drive: str, mapping: Mapping, spans: list[Window] | N
             _describe(lane, data, spans, static)
             lanes.append(lane)
     return lanes
+
+
+def _may_match(rule: TopicRule, patterns: Sequence[str]) -> bool:
+    """Whether some topic of the rule (any split value) could match one of the globs."""
+    if rule.topic in ALWAYS:
+        return True
+    template = rule.topic.replace("{" + rule.split_by + "}", "*") if rule.split_by else rule.topic
+    return any(
+        fnmatch.fnmatchcase(template, p) or fnmatch.fnmatchcase(p, template) for p in patterns
+    )
 
 
 def _static_frames(lake: Lake, drive: str) -> set[str]:
@@ -317,7 +338,7 @@ def export_drive(
         spans = windows(request.spans, first, last)
     else:
         spans = window(request.start, request.end, first, last)
-    lanes = plan_lanes(lake, drive, mapping, spans)
+    lanes = plan_lanes(lake, drive, mapping, spans, request.topics)
     chosen = set(select_topics(list(dict.fromkeys(x.topic for x in lanes)), request.topics))
     lanes = [lane for lane in lanes if lane.topic in chosen]
     start_ns = spans[0].start_ns if spans else first

@@ -413,37 +413,47 @@ class ScanPoints:
     """Points of a scan-id range from a lidar_points partition.
 
     The footers are read once: each row group's scan-id range (from its statistics) says
-    which row groups a range needs, and only those are read. A dataset filter would reopen
-    every part file's footer for every batch of scans (tens of thousands of times on a long
-    drive) and hold its scan state in between.
+    which row groups a range needs, and only those are read, each part opened per read with
+    its cached footer. A dataset filter would reparse every part's footer for every batch of
+    scans, and part readers kept open hold about a megabyte of buffers each, which over the
+    dozens of parts of a long drive would make memory grow with its length.
     """
 
     def __init__(self, lake: Lake, layer: str, drive: str) -> None:
-        paths = lake.partition_files(layer, "lidar_points", drive)
-        if not paths:
+        self.lake = lake
+        self.paths = lake.partition_files(layer, "lidar_points", drive)
+        if not self.paths:
             raise ExportError(f"drive {drive} has no {layer}/lidar_points partition")
-        self.files = [pq.ParquetFile(p if lake.is_local else lake.fs.open(p, "rb")) for p in paths]
+        fs = None if lake.is_local else lake.fs
+        self.footers = [pq.read_metadata(p, filesystem=fs) for p in self.paths]
         self.groups: list[tuple[int, int, int, int]] = []
-        for i, f in enumerate(self.files):
-            col = f.schema_arrow.get_field_index("scan_id")
-            for g in range(f.metadata.num_row_groups):
-                stats = f.metadata.row_group(g).column(col).statistics
+        for i, md in enumerate(self.footers):
+            col = md.schema.to_arrow_schema().get_field_index("scan_id")
+            for g in range(md.num_row_groups):
+                stats = md.row_group(g).column(col).statistics
                 if stats is None or not stats.has_min_max:
                     self.groups.append((i, g, np.iinfo(np.int64).min, np.iinfo(np.int64).max))
                 else:
                     self.groups.append((i, g, int(stats.min), int(stats.max)))
 
+    def _read_groups(self, i: int, groups: list[int]) -> pa.Table:
+        if self.lake.is_local:
+            f = pq.ParquetFile(self.paths[i], metadata=self.footers[i])
+            return f.read_row_groups(groups, columns=POINT_COLUMNS)
+        with self.lake.fs.open(self.paths[i], "rb") as handle:
+            f = pq.ParquetFile(handle, metadata=self.footers[i])
+            return f.read_row_groups(groups, columns=POINT_COLUMNS)
+
     def read(self, lo: int, hi: int) -> pa.Table:
         """Rows with lo <= scan_id <= hi. Parts hold scans in id order, so the rows are a
         contiguous run of the row groups read: cut by binary search, no filter pass."""
-        parts = [
-            self.files[i].read_row_group(g, columns=POINT_COLUMNS)
-            for i, g, mn, mx in self.groups
-            if mx >= lo and mn <= hi
-        ]
-        if not parts:
+        wanted: dict[int, list[int]] = {}
+        for i, g, mn, mx in self.groups:
+            if mx >= lo and mn <= hi:
+                wanted.setdefault(i, []).append(g)
+        if not wanted:
             return pa.table({c: [] for c in POINT_COLUMNS})
-        table = pa.concat_tables(parts)
+        table = pa.concat_tables(self._read_groups(i, g) for i, g in wanted.items())
         ids = table.column("scan_id").to_numpy()
         if len(ids) > 1 and np.any(ids[1:] < ids[:-1]):  # not in id order: filter instead
             keep = (ids >= lo) & (ids <= hi)

@@ -376,3 +376,26 @@ def test_protobuf_mcap_for_foxglove(synthetic_lake, tmp_path):
     }
     health = check_file(out, expected_counts={t: s.expected for t, s in result.topics.items()})
     assert health.ok, [t.problems for t in health.topics.values() if t.problems]
+
+
+def test_export_from_a_lake_on_s3(synthetic_lake, tmp_path, s3_options, s3_bucket):
+    """The same export from a copy of the lake on a local S3 API (moto)."""
+    from bridge_lake.export.health import check_file
+
+    src, drive = synthetic_lake.lake, synthetic_lake.drives["adtf"].drive_id
+    s3 = Lake(f"s3://{s3_bucket}/lake", s3_options)
+    tables = [("raw", "drives"), ("normalized", "streams"), ("normalized", "imu"),
+              ("normalized", "lidar_scans"), ("normalized", "lidar_points"),
+              ("calibrated", "tf_static"), ("calibrated", "poses")]  # fmt: skip
+    for layer, table in tables:
+        s3.write_partition(layer, table, drive, src.read_partition(layer, table, drive))
+    request = ExportRequest(topics=["/sensor/imu/data", "/sensor/lidar/points", "/tf"])
+    local = export_drive(src, drive, tmp_path / "local.mcap", request)
+    remote = export_drive(s3, drive, tmp_path / "remote.mcap", request)
+    assert (tmp_path / "local.mcap").read_bytes() == (tmp_path / "remote.mcap").read_bytes()
+    assert (
+        remote.topics["/sensor/lidar/points"].messages
+        == local.topics["/sensor/lidar/points"].messages
+        > 0
+    )
+    assert check_file(tmp_path / "remote.mcap").ok
