@@ -81,6 +81,15 @@ def _qos_yaml() -> str:
     ).strip()
 
 
+def write_each(
+    write, connections: list, channels: np.ndarray, times: np.ndarray, messages: Serialized
+) -> None:
+    """Hand merged messages one by one to a rosbags writer (its API takes one at a time)."""
+    data, off = messages.data, messages.offsets
+    for i, (c, t) in enumerate(zip(channels.tolist(), times.tolist(), strict=True)):
+        write(connections[c], t, data[off[i] : off[i + 1]].tobytes())
+
+
 class McapOutput:
     """MCAP with ROS 2 (CDR) or ROS 1 messages, whose schemas carry the full message
     definitions, or with protobuf messages (Foxglove schemas and the project's own), whose
@@ -163,14 +172,7 @@ class Bag2Output:
         return len(self.connections) - 1
 
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
-        conns, write, data, off = (
-            self.connections,
-            self.writer.write,
-            messages.data,
-            messages.offsets,
-        )
-        for i, (c, t) in enumerate(zip(channels.tolist(), times.tolist(), strict=True)):
-            write(conns[c], t, data[off[i] : off[i + 1]].tobytes())
+        write_each(self.writer.write, self.connections, channels, times, messages)
 
     def add_metadata(self, name: str, data: dict[str, str]) -> None:
         self.writer.set_custom_data(name, yaml.safe_dump(data, sort_keys=True))
@@ -217,14 +219,7 @@ class Bag1Output:
         return len(self.connections) - 1
 
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
-        conns, write, data, off = (
-            self.connections,
-            self.writer.write,
-            messages.data,
-            messages.offsets,
-        )
-        for i, (c, t) in enumerate(zip(channels.tolist(), times.tolist(), strict=True)):
-            write(conns[c], t, data[off[i] : off[i + 1]].tobytes())
+        write_each(self.writer.write, self.connections, channels, times, messages)
 
     def add_metadata(self, name: str, data: dict[str, str]) -> None:
         """ROS 1 bags have no metadata records: kept in the export's sidecar summary."""
