@@ -17,6 +17,7 @@ each one Arrow string array of lines split and cast by polars; only typed rows a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -94,11 +95,12 @@ class CsvTable:
     order: TimeOrder
 
 
-def load_table(kind: str, path: Path, *, block_bytes: int = BLOCK_BYTES) -> CsvTable:
+def load_table(kind: str, path: str | os.PathLike, *, block_bytes: int = BLOCK_BYTES) -> CsvTable:
     """Parse a CSV log; malformed lines go to `quarantine`, nothing is dropped silently.
 
     The file is parsed in blocks of whole lines of about `block_bytes` (see BLOCK_BYTES); the
     result is the same for any block size, only the peak memory depends on it."""
+    path = Path(path)
     typed, reason = _typed(kind)
     rows, quarantine = [], []
     first_line = 1
@@ -113,8 +115,9 @@ def load_table(kind: str, path: Path, *, block_bytes: int = BLOCK_BYTES) -> CsvT
     return CsvTable(kind, path, frame, pl.concat(quarantine), TimeOrder.of(utime))
 
 
-def read_table(kind: str, path: Path) -> pl.DataFrame:
+def read_table(kind: str, path: str | os.PathLike) -> pl.DataFrame:
     """Strict read: the typed rows, or `MalformedRowError` at the first malformed line."""
+    path = Path(path)
     table = load_table(kind, path)
     if table.quarantine.height:
         first = table.quarantine.row(0, named=True)

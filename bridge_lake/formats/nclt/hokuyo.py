@@ -72,9 +72,14 @@ def schema(kind: str) -> pa.Schema:
 
 
 def iter_hokuyo(
-    kind: str, path: Path, *, batch_records: int = BATCH_RECORDS, report: HokuyoReport | None = None
+    kind: str,
+    path: str | os.PathLike,
+    *,
+    batch_records: int = BATCH_RECORDS,
+    report: HokuyoReport | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Scans as batches of (utime, fixed-size list of float32 metres, NaN = no return)."""
+    path = Path(path)
     record = SCAN_GEOMETRY[kind].record_dtype
     report = report if report is not None else HokuyoReport()
     with path.open("rb") as f:
@@ -113,9 +118,12 @@ def truncated_tail(size: int, record_bytes: int) -> SkippedRange | None:
     return SkippedRange(size - rest, size, f"last record truncated: {rest} of {record_bytes} bytes")
 
 
-def read_utimes(kind: str, path: Path, *, batch_records: int = BATCH_RECORDS) -> np.ndarray:
+def read_utimes(
+    kind: str, path: str | os.PathLike, *, batch_records: int = BATCH_RECORDS
+) -> np.ndarray:
     """The int64 utimes of every whole record in file order, read a record batch at a time:
     only this array (8 bytes a record) grows with the file."""
+    path = Path(path)
     record = SCAN_GEOMETRY[kind].record_dtype
     with path.open("rb") as f:
         whole = os.fstat(f.fileno()).st_size // record.itemsize
@@ -127,13 +135,14 @@ def read_utimes(kind: str, path: Path, *, batch_records: int = BATCH_RECORDS) ->
     return utime
 
 
-def read_records_at(kind: str, path: Path, index: np.ndarray) -> np.ndarray:
+def read_records_at(kind: str, path: str | os.PathLike, index: np.ndarray) -> np.ndarray:
     """The records (`record_dtype`) at `index` (whole-record numbers, any order), in `index`
     order, read without mapping the file.
 
     The index is sorted and each run of consecutive records is one read, so a nearly sorted
     index (a few swapped records) costs about one sequential read; memory is the result and
     its sorted copy, nothing of the rest of the file."""
+    path = Path(path)
     record = SCAN_GEOMETRY[kind].record_dtype
     order = np.argsort(index, kind="stable")
     wanted = index[order]

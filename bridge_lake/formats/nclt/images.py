@@ -13,6 +13,7 @@ All offsets and counts are checked against the file size before anything is read
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -124,8 +125,9 @@ def _values(data: bytes, order: str, entry: int, typ: int, n: int, path: str) ->
     return list(struct.unpack_from(f"{order}{n}{fmt}", data, at))
 
 
-def read_lb3_image(path: Path, relative_path: str | None = None) -> dict[str, object]:
+def read_lb3_image(path: str | os.PathLike, relative_path: str | None = None) -> dict[str, object]:
     """One image as a SCHEMA row; camera and utime come from `lb3/Cam<k>/<utime>.tiff`."""
+    path = Path(path)
     rel = relative_path or "/".join(path.parts[-3:])
     try:
         data = path.read_bytes()

@@ -46,8 +46,9 @@ class NcltSession:
     """Kinds with no file in the folder."""
 
 
-def locate_session(drive_dir: Path) -> NcltSession:
+def locate_session(drive_dir: str | os.PathLike) -> NcltSession:
     """Index every NCLT file under `drive_dir`; raise on duplicates and unreadable files."""
+    drive_dir = Path(drive_dir)
     session = NcltSession(root=drive_dir, date=None)
     dates: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(drive_dir):

@@ -17,6 +17,7 @@ order derived from the data is used and reported in `ScanReport.ring_order`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,13 +94,14 @@ def check_ring_order(
 
 
 def iter_scans(
-    path: Path,
+    path: str | os.PathLike,
     *,
     cut_azimuth: float = C.REAR_AZIMUTH,
     batch_hits: int = DEFAULT_BATCH_HITS,
     report: ScanReport | None = None,
 ) -> Iterator[Scan]:
     """Revolutions of a velodyne_hits.bin, streaming; the first and last may be partial."""
+    path = Path(path)
     report = report if report is not None else ScanReport()
     builder = _Builder(cut_azimuth, report)
     for batch in iter_velodyne_packets(path, batch_hits=batch_hits, report=report.hits):

@@ -111,7 +111,7 @@ class _Run:
 
 
 def iter_velodyne_hits(
-    path: Path,
+    path: str | os.PathLike,
     *,
     batch_hits: int = DEFAULT_BATCH_HITS,
     report: HitsReport | None = None,
@@ -119,18 +119,20 @@ def iter_velodyne_hits(
 ) -> Iterator[pa.RecordBatch]:
     """Stream velodyne_hits.bin as HITS_SCHEMA batches of whole packets, about `batch_hits`
     hits each. Pass a `HitsReport` to receive the skipped byte ranges and counts."""
+    path = Path(path)
     for batch in iter_velodyne_packets(path, batch_hits=batch_hits, report=report, threads=threads):
         yield batch.hits
 
 
 def iter_velodyne_packets(
-    path: Path,
+    path: str | os.PathLike,
     *,
     batch_hits: int = DEFAULT_BATCH_HITS,
     report: HitsReport | None = None,
     threads: int | None = None,
 ) -> Iterator[PacketBatch]:
     """Like iter_velodyne_hits, with per-packet counts and utimes beside each batch."""
+    path = Path(path)
     if batch_hits < 1:
         raise ValueError("batch_hits must be >= 1")
     report = report if report is not None else HitsReport()
@@ -314,8 +316,9 @@ def _hits_batch(hits: np.ndarray, utime: np.ndarray) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=HITS_SCHEMA)
 
 
-def read_velodyne_sync(path: Path) -> pa.RecordBatch:
+def read_velodyne_sync(path: str | os.PathLike) -> pa.RecordBatch:
     """One velodyne_sync scan (bare 8-byte hits); `utime` is the file's name on every row."""
+    path = Path(path)
     size = path.stat().st_size
     if size % C.HIT_BYTES:
         raise TruncatedFileError(
