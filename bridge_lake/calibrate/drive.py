@@ -49,6 +49,7 @@ class CalibrateResult:
     rig: Rig | None = None
     rig_problem: str | None = None
     drive_date: dt.date | None = None
+    date_source: str = ""
     sensor_frames: dict[str, list[str]] = field(default_factory=dict)
     """frame_id → normalized tables whose rows use it."""
     missing_extrinsics: dict[str, list[str]] = field(default_factory=dict)
@@ -82,7 +83,7 @@ def calibrate_drive(
     extra = json.loads(meta.get("extra_json") or "{}")
     result.deskew = bool(extra.get(DESKEW_KEY, False)) if deskew is None else deskew
     streams = lake.read_partition("normalized", STREAMS.name, drive_id)
-    result.drive_date = _drive_date(meta.get("recorded_at"), streams)
+    result.drive_date, result.date_source = _drive_date(meta.get("recorded_at"), streams)
     result.sensor_frames = _sensor_frames(lake, drive_id)
     try:
         if not meta.get("vehicle"):
@@ -157,17 +158,19 @@ def _calibrate(
     writers[FRAMES.name].write(result.frames.table)
 
 
-def _drive_date(recorded_at: str | None, streams: pa.Table) -> dt.date | None:
-    """drive.yaml's recorded_at (its date part) or, without one, the first master time."""
+def _drive_date(recorded_at: str | None, streams: pa.Table) -> tuple[dt.date | None, str]:
+    """drive.yaml's recorded_at (its date part) or, without a usable one, the date of the
+    first master time; with where it came from (shown in the rig_found check)."""
+    note = "first master time"
     if recorded_at:
         try:
-            return dt.date.fromisoformat(str(recorded_at)[:10])
+            return dt.date.fromisoformat(str(recorded_at)[:10]), "drive.yaml recorded_at"
         except ValueError:
-            pass
+            note = f"first master time (recorded_at {recorded_at!r} is not a date)"
     first = pc.min(streams.column("first_time_ns")).as_py() if streams.num_rows else None
     if first is None:
-        return None
-    return dt.datetime.fromtimestamp(first / 1e9, tz=dt.UTC).date()
+        return None, "no date: no recorded_at and no timed rows"
+    return dt.datetime.fromtimestamp(first / 1e9, tz=dt.UTC).date(), note
 
 
 def _sensor_frames(lake: Lake, drive_id: str) -> dict[str, list[str]]:

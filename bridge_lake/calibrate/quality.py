@@ -97,10 +97,11 @@ def _rig_findings(r: CalibrateResult) -> list[Finding]:
             "rig_found",
             True,
             f"rig {rig.vehicle} valid from {rig.valid_from} ({rig.path}) for the drive of "
-            f"{r.drive_date}",
+            f"{r.drive_date} (from its {r.date_source})",
             rig_file=rig.path,
             valid_from=str(rig.valid_from),
             drive_date=str(r.drive_date),
+            date_source=r.date_source,
         ),
         _f(
             "tf_static",
