@@ -38,9 +38,17 @@ CHECKS: dict[str, tuple[str, bool]] = {
     "values": ("values within physical ranges (lat/lon, |accel|, unit quaternions, finite)", False),
 }
 """Checks of every sensor table: name → (description, is ERROR and blocking)."""
+COVERAGE_TOLERANCE = 0.1
+"""A stream starting or ending more than 10 % of the drive's median span away from the other
+streams' median start / end does not belong to the same recording session (e.g. files left
+over from an earlier drive in the same folder)."""
 CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
     "completeness": ("every recording file of the drive was read into some stream", True),
     "clock_drift": (f"device clocks drift less than {DRIFT_LIMIT_PPM:g} ppm", False),
+    "time_coverage": (
+        "every stream starts and ends with the others (within 10% of the drive's span)",
+        False,
+    ),
 }
 QUARANTINE_CHECKS: dict[str, tuple[str, bool]] = {
     "quarantine_share": (f"at most {QUARANTINE_LIMIT:.0%} of any stream quarantined", False),
@@ -183,7 +191,37 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
         Finding(
             "streams", "clock_drift", not drift, False, {"drift_ppm": fits, "over_limit": drift}
         ),
+        coverage_finding(streams),
     ]
+
+
+def coverage_finding(streams: list) -> Finding:
+    """Streams whose time span does not match the drive's (see COVERAGE_TOLERANCE)."""
+    spans = {
+        s.info.stream: (s.first_time_ns, s.last_time_ns)
+        for s in streams
+        if s.rows_written >= 2 and s.first_time_ns is not None
+    }
+    if len(spans) < 2:
+        return Finding("streams", "time_coverage", True, False, {"streams": len(spans)})
+    first = float(np.median([a for a, _ in spans.values()]))
+    last = float(np.median([b for _, b in spans.values()]))
+    tol = COVERAGE_TOLERANCE * max(last - first, 1.0)
+    off = {
+        name: {"start_s": round((a - first) / 1e9, 3), "end_s": round((b - first) / 1e9, 3)}
+        for name, (a, b) in spans.items()
+        if abs(a - first) > tol or abs(b - last) > tol
+    }
+    return Finding(
+        "streams",
+        "time_coverage",
+        not off,
+        False,
+        {"drive_span_s": round((last - first) / 1e9, 3), "off_span": off},
+        f"{len(off)} streams outside the drive's span: {', '.join(sorted(off))}"
+        if off
+        else f"all {len(spans)} streams span the same {(last - first) / 1e9:.1f} s",
+    )
 
 
 def quarantine_findings(streams: list) -> list[Finding]:

@@ -181,9 +181,30 @@ def test_clock_drift_and_completeness_findings(tmp_path):
     _, result = _run(tmp_path, feed)
     fit = result.streams[0].fit
     assert fit.drift_ppm == pytest.approx(500.25, abs=0.5)
-    complete, drift = quality.catalog_findings(result.streams, 3, ["b.dat"])
+    complete, drift, coverage = quality.catalog_findings(result.streams, 3, ["b.dat"])
+    assert coverage.passed  # one stream: nothing to compare
     assert not drift.passed and drift.metadata["over_limit"]["imu0"] > 200
     assert not complete.passed and complete.metadata["without_stream"] == ["b.dat"]
+
+
+def test_time_coverage_flags_streams_left_over_from_another_drive(tmp_path):
+    """A 6-second drive written over a 3-minute one keeps the old drive's long stream."""
+
+    def feed(s):
+        for name, seconds in (("imu0", 6), ("imu1", 6), ("imu2", 6), ("old", 180)):
+            n = seconds * 10
+            if name != "imu0":  # _run declares imu0
+                s.declare(StreamInfo(name, "imu", "f", "t"))
+            s.read(name, "imu", n)
+            t = T0 + np.arange(n, dtype=np.int64) * 100_000_000
+            s.write(name, "imu", _imu(n).set_column(0, "time_ns", pa.array(t)))
+
+    _, result = _run(tmp_path, feed)
+    coverage = _finding(result, "streams", "time_coverage")
+    assert not coverage.passed and not coverage.error
+    assert list(coverage.metadata["off_span"]) == ["old"]
+    assert coverage.metadata["off_span"]["old"]["end_s"] == pytest.approx(179.9)
+    assert "old" in coverage.summary
 
 
 def test_sink_rejects_undeclared_streams_missing_columns_and_unknown_tables(tmp_path):
