@@ -20,6 +20,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         seed=args.seed,
         source=args.source,
         light=args.light,
+        force=args.force,
     )
     for d in made:
         size = sum(f.stat().st_size for f in d.files)
@@ -154,6 +155,51 @@ def _cmd_health(args: argparse.Namespace) -> int:
     return 0 if health.ok else 1
 
 
+def _cmd_waypoints(args: argparse.Namespace) -> int:
+    from bridge_lake.waypoints import (
+        KMH_PER_MPS,
+        WaypointParams,
+        build_waypoints,
+        file_waypoints,
+        poses_from_bag,
+        poses_from_lake,
+        render_checklist,
+    )
+
+    given = {
+        "spacing_m": args.spacing_m,
+        "smooth_window_m": args.smooth_window_m,
+        "stop_speed_mps": args.stop_speed_mps,
+        "min_stop_s": args.min_stop_s,
+        "lateral_accel_mps2": args.lateral_accel,
+        "accel_mps2": args.accel,
+        "decel_mps2": args.decel,
+        "v_max_mps": None if args.v_max_kmh is None else args.v_max_kmh / KMH_PER_MPS,
+        "stop_lead_m": args.stop_lead_m,
+    }
+    params = WaypointParams(**{k: v for k, v in given.items() if v is not None})
+    if args.bag is not None:
+        if not args.pose_topic:
+            raise BridgeLakeError("--bag needs --pose-topic")
+        track = poses_from_bag(
+            args.bag,
+            args.pose_topic,
+            velocity_topic=args.velocity_topic,
+            parent_frame=args.parent_frame,
+            child_frame=args.child_frame,
+        )
+    else:
+        track = poses_from_lake(_lake(args), args.drive)
+    made = file_waypoints(build_waypoints(track, params), args.out)
+    wp = made.waypoints
+    print(
+        f"{made.csv}: {len(wp)} waypoints over {wp.length_m:.1f} m ({wp.spacing_m:.3f} m apart), "
+        f"{len(wp.stops)} stop(s), velocity up to {wp.velocity_mps.max() * KMH_PER_MPS:.1f} km/h; "
+        f"from {wp.source}\n{made.svg}: plot\nchecklist:\n{render_checklist(made.findings)}"
+    )
+    return 0 if made.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-lake", description="Data lake for autonomous-driving recordings."
@@ -167,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
     p.add_argument("--light", action="store_true", help="thin lidar (demos, quick tests)")
+    p.add_argument(
+        "--force", action="store_true", help="replace drive folders that already hold files"
+    )
     p.set_defaults(func=_cmd_synth)
 
     p = sub.add_parser("demo", help="synthesize drives and run the whole pipeline in-process")
@@ -231,6 +280,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
     p.set_defaults(func=_cmd_health)
+
+    p = sub.add_parser(
+        "waypoints",
+        help="write an Autoware 1.x waypoint CSV from a lake drive or any bag / MCAP",
+        description="Autoware 1.x waypoints (waypoint_saver's CSV: x,y,z [m], yaw [rad], "
+        "velocity [km/h], change_flag) from a drive's calibrated poses or a pose topic of a "
+        "ROS 1 bag, ROS 2 bag or MCAP file; the plot is written beside the CSV (.svg).",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--drive", help="drive id (a partition of the lake)")
+    source.add_argument("--bag", type=Path, help="ROS 1 .bag, ROS 2 bag folder or .mcap file")
+    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    p.add_argument(
+        "--pose-topic", help="PoseStamped, PoseWithCovarianceStamped, Odometry or TF topic"
+    )
+    p.add_argument("--velocity-topic", help="TwistStamped or Odometry topic for the speed")
+    p.add_argument("--parent-frame", default="map", help="TF pose topics: the map frame")
+    p.add_argument("--child-frame", default="base_link", help="TF pose topics: the body frame")
+    p.add_argument("--out", type=Path, required=True, help="output CSV (plot: same name .svg)")
+    for flag, default in (
+        ("--spacing-m", "1: waypoint spacing along the path"),
+        ("--smooth-window-m", "5: smoothing window along the path; 0: none"),
+        ("--stop-speed-mps", "0.3: standing at or below this speed"),
+        ("--min-stop-s", "2: a standstill this long inside the drive is a stop"),
+        ("--lateral-accel", "2 m/s²: curvature speed limit sqrt(a / |curvature|)"),
+        ("--accel", "1 m/s²: forward acceleration limit"),
+        ("--decel", "1 m/s²: deceleration limit"),
+        ("--v-max-kmh", "60: speed cap"),
+        ("--stop-lead-m", "5: change_flag 1 this far before stops and the end"),
+    ):
+        p.add_argument(flag, type=float, help=f"default {default}")
+    p.set_defaults(func=_cmd_waypoints)
     return parser
 
 

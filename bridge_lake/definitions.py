@@ -12,8 +12,9 @@ from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import default_resources
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import landing_zone_sensor
+from bridge_lake.defs.waypoints import waypoints
 
-ASSETS = [raw_manifest, normalized, calibrated, exports]
+ASSETS = [raw_manifest, normalized, calibrated, exports, waypoints]
 """Every asset, in pipeline order; the demo and the gap schedule take them from here."""
 
 defs = dg.Definitions(

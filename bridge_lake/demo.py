@@ -60,8 +60,14 @@ def run_demo(
         (home / "dagster.yaml").write_text(DEMO_INSTANCE_YAML)
     print(f"bridge-lake demo in {workdir} (Dagster home {home})", file=out)
     t0 = time.perf_counter()
-    made = synthesize(
-        landing_root, drives=drives, minutes=minutes, seed=seed, source=source, light=True
+    made = synthesize(  # the demo's own landing zone: re-running replaces its drives
+        landing_root,
+        drives=drives,
+        minutes=minutes,
+        seed=seed,
+        source=source,
+        light=True,
+        force=True,
     )
     print(f"  synthesized {len(made)} drives in {time.perf_counter() - t0:.1f} s:", file=out)
     for d in made:

@@ -7,10 +7,12 @@ Output is deterministic for a seed, so tests can rely on it.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from bridge_lake.drive_meta import DRIVE_YAML, DriveMeta
+from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake.paths import validate_drive_id
 
 SOURCES = ("nclt", "adtf", "all")
@@ -39,18 +41,23 @@ def synthesize(
     source: str = "all",
     light: bool = False,
     nclt_hits_per_rev: int | None = None,
+    force: bool = False,
 ) -> list[SynthDrive]:
     """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF.
 
     `light` thins the NCLT lidar (realistic revolutions hold ~50k hits) for demos and tests;
     `nclt_hits_per_rev` sets the density outright (benchmarks). Every file is still written
-    in its exact format.
+    in its exact format. A drive folder that already holds files is refused (old and new
+    files would mix into one drive) unless `force`, which empties it first.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if drives < 1 or minutes <= 0:
         raise ValueError("drives must be ≥ 1 and minutes > 0")
     out.mkdir(parents=True, exist_ok=True)
+    for i in range(drives):
+        kind = source if source != "all" else ("nclt", "adtf")[i % 2]
+        _clear(out / _drive_id(kind, i, seed * 1000 + i), force)
     made = []
     for i in range(drives):
         kind = source if source != "all" else ("nclt", "adtf")[i % 2]
@@ -60,6 +67,25 @@ def synthesize(
     return made
 
 
+def _drive_id(kind: str, index: int, seed: int) -> str:
+    if kind == "nclt":
+        return validate_drive_id(f"nclt-{NCLT_DATES[index % len(NCLT_DATES)]}-s{seed}")
+    return validate_drive_id(f"adtf-test-vehicle-s{seed}")
+
+
+def _clear(folder: Path, force: bool) -> None:
+    """Refuse a drive folder that holds files, or empty it with `force`."""
+    if not folder.exists() or not any(folder.iterdir()):
+        return
+    if not force:
+        n = sum(1 for p in folder.rglob("*") if p.is_file())
+        raise BridgeLakeError(
+            f"{folder} already holds a drive ({n} files); old and new files would mix. "
+            "Pass --force to replace it."
+        )
+    shutil.rmtree(folder)
+
+
 def _one_drive(
     out: Path, kind: str, index: int, minutes: float, seed: int, hits: int | None
 ) -> SynthDrive:
@@ -67,7 +93,7 @@ def _one_drive(
         from bridge_lake.synth.nclt import write_nclt_drive
 
         date = NCLT_DATES[index % len(NCLT_DATES)]
-        drive_id = validate_drive_id(f"nclt-{date}-s{seed}")
+        drive_id = _drive_id(kind, index, seed)
         path = out / drive_id
         path.mkdir(parents=True, exist_ok=True)
         density = {"hits_per_rev": hits} if hits else {}
@@ -85,7 +111,7 @@ def _one_drive(
     else:
         from bridge_lake.synth.adtf import write_adtf_drive
 
-        drive_id = validate_drive_id(f"adtf-test-vehicle-s{seed}")
+        drive_id = _drive_id(kind, index, seed)
         path = out / drive_id
         path.mkdir(parents=True, exist_ok=True)
         files = write_adtf_drive(path, minutes=minutes, seed=seed)

@@ -173,3 +173,19 @@ def test_demo_sized_drive_is_small_and_quick(tmp_path):
     elapsed = time.perf_counter() - t0
     assert sum(p.stat().st_size for p in files) < 80e6
     assert elapsed < 20
+
+
+def test_synthesize_refuses_a_drive_folder_with_files_unless_forced(tmp_path):
+    """A 3-minute drive overwritten by a short one kept the long drive's files (issue 15)."""
+    from bridge_lake.errors import BridgeLakeError
+    from bridge_lake.synth import synthesize
+
+    (first,) = synthesize(tmp_path, drives=1, minutes=0.05, source="nclt", light=True)
+    stray = first.path / "2012-01-08" / "lb3" / "Cam0" / "1.tiff"
+    stray.write_bytes(b"left over")
+    with pytest.raises(BridgeLakeError, match=r"already holds a drive .* --force"):
+        synthesize(tmp_path, drives=1, minutes=0.02, source="nclt", light=True)
+    assert stray.exists()
+    (again,) = synthesize(tmp_path, drives=1, minutes=0.02, source="nclt", light=True, force=True)
+    assert again.path == first.path and not stray.exists()
+    assert sorted(p for p in again.path.rglob("*") if p.is_file()) == sorted(again.files)

@@ -1,0 +1,272 @@
+"""Pose tracks for waypoints: a drive's calibrated poses, or any bag or MCAP a user has.
+
+Bags are read with rosbags' AnyReader (ROS 1 `.bag`, ROS 2 bag folders with sqlite3 or MCAP
+storage); a bare `.mcap` file without a rosbag2 `metadata.yaml` is read with the `mcap`
+reader and decoded with rosbags' CDR / ROS 1 deserializers. Pose topics may be
+geometry_msgs/PoseStamped, PoseWithCovarianceStamped, nav_msgs/Odometry (its twist gives the
+speed) or tf2_msgs/TFMessage (one frame pair, map → base_link unless told otherwise); an
+optional velocity topic (TwistStamped, TwistWithCovarianceStamped or Odometry) gives the speed
+instead. Times are header stamps (the log time where a stamp is zero).
+
+A missing topic, a topic of another type, an empty topic or a TF stream without the frame
+pair is an error naming what the file does have: an empty waypoint file is never written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from bridge_lake.lake import Lake
+from bridge_lake.waypoints.path import PoseTrack, WaypointError
+
+NS = 1_000_000_000
+POSE_TYPES = (
+    "geometry_msgs/msg/PoseStamped",
+    "geometry_msgs/msg/PoseWithCovarianceStamped",
+    "nav_msgs/msg/Odometry",
+    "tf2_msgs/msg/TFMessage",
+)
+VELOCITY_TYPES = (
+    "geometry_msgs/msg/TwistStamped",
+    "geometry_msgs/msg/TwistWithCovarianceStamped",
+    "nav_msgs/msg/Odometry",
+)
+DEFINITION_SEPARATOR = "\n" + "=" * 80 + "\n"
+"""Between the blocks of a concatenated message definition (ROS 1 and rosbag2 MCAP)."""
+
+Messages = Callable[[list[str]], Iterator[tuple[str, int, object]]]
+"""(topics) → (topic, log time ns, decoded message), in log-time order."""
+
+
+class WaypointSourceError(WaypointError):
+    """A bag or MCAP that does not hold the poses asked for."""
+
+
+def poses_from_lake(lake: Lake, drive: str) -> PoseTrack:
+    """base_link in the drive's map frame (ENU at calibrated/map_origin), with its speed."""
+    table = lake.read_partition(
+        "calibrated", "poses", drive, columns=["time_ns", "x_m", "y_m", "z_m", "speed_mps"]
+    )
+    if table.num_rows == 0:
+        raise WaypointSourceError(f"drive {drive}: calibrated/poses is empty")
+    col = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names}
+    speed = np.asarray(col["speed_mps"], dtype=np.float64)  # nulls arrive as NaN
+    return PoseTrack(
+        col["time_ns"], col["x_m"], col["y_m"], col["z_m"], speed, f"drive {drive} calibrated/poses"
+    )
+
+
+def poses_from_bag(
+    path: str | Path,
+    pose_topic: str,
+    *,
+    velocity_topic: str | None = None,
+    parent_frame: str = "map",
+    child_frame: str = "base_link",
+) -> PoseTrack:
+    """The pose track of `pose_topic` in a ROS 1 bag, ROS 2 bag folder or MCAP file."""
+    path = Path(path)
+    if not path.exists():
+        raise WaypointSourceError(f"{path}: no such bag or MCAP file")
+    frames = (parent_frame.strip("/"), child_frame.strip("/"))
+    with _open(path) as (topics, messages):
+        pose_type = _require(path, topics, pose_topic, POSE_TYPES, "pose")
+        wanted = [pose_topic]
+        if velocity_topic is not None:
+            _require(path, topics, velocity_topic, VELOCITY_TYPES, "velocity")
+            wanted.append(velocity_topic)
+        poses: list[tuple[int, float, float, float, float]] = []
+        twists: list[tuple[int, float]] = []
+        pairs: dict[tuple[str, str], int] = {}
+        for topic, log_ns, msg in messages(wanted):
+            if topic == pose_topic:
+                poses.extend(_poses(msg, pose_type, log_ns, frames, pairs))
+            if topic == velocity_topic:
+                twists.append(_twist(msg, log_ns))
+    where = f"{path} {pose_topic}"
+    if pose_type == "tf2_msgs/msg/TFMessage":
+        where += f" {frames[0]}→{frames[1]}"
+        if not poses:
+            seen = ", ".join(f"{p}→{c} ({n})" for (p, c), n in sorted(pairs.items())) or "none"
+            raise WaypointSourceError(
+                f"{path}: no transform {frames[0]} → {frames[1]} on {pose_topic}; frame "
+                f"pairs present: {seen} (give the pair with --parent-frame/--child-frame)"
+            )
+    if not poses:
+        raise WaypointSourceError(f"{path}: topic {pose_topic} has no messages")
+    arr = np.array(poses, dtype=np.float64)
+    time_ns = np.array([p[0] for p in poses], dtype=np.int64)
+    speed = arr[:, 4]
+    if velocity_topic is not None:
+        if not twists:
+            raise WaypointSourceError(f"{path}: velocity topic {velocity_topic} has no messages")
+        tw = np.array(twists, dtype=np.float64)
+        order = np.argsort(tw[:, 0], kind="stable")
+        speed = np.interp(
+            time_ns.astype(np.float64), tw[order, 0], tw[order, 1], left=np.nan, right=np.nan
+        )
+        where += f" (speed from {velocity_topic})"
+    return PoseTrack(time_ns, arr[:, 1], arr[:, 2], arr[:, 3], speed, where)
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def _require(
+    path: Path, topics: dict[str, str], topic: str, types: tuple[str, ...], what: str
+) -> str:
+    present = ", ".join(f"{t} ({ty})" for t, ty in sorted(topics.items())) or "none"
+    if topic not in topics:
+        raise WaypointSourceError(f"{path}: no {what} topic {topic}; topics present: {present}")
+    if topics[topic] not in types:
+        raise WaypointSourceError(
+            f"{path}: {what} topic {topic} is {topics[topic]}, not one of "
+            f"{', '.join(t.replace('/msg/', '/') for t in types)}; topics present: {present}"
+        )
+    return topics[topic]
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
+    """Topics (name → ROS 2 style type) and a message iterator of any bag or MCAP file."""
+    if path.is_file() and path.suffix == ".mcap" and not (path.parent / "metadata.yaml").exists():
+        with _open_mcap(path) as opened:
+            yield opened
+        return
+    bag = path.parent if path.is_file() and path.suffix != ".bag" else path
+    with _open_anyreader(bag) as opened:
+        yield opened
+
+
+@contextmanager
+def _open_anyreader(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
+    from rosbags.highlevel import AnyReader, AnyReaderError
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE)
+    try:
+        reader = AnyReader([path], default_typestore=store)
+        reader.open()
+    except AnyReaderError as exc:
+        raise WaypointSourceError(f"{path}: not a readable ROS 1 / ROS 2 bag: {exc}") from None
+    try:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+
+        def messages(wanted: list[str]) -> Iterator[tuple[str, int, object]]:
+            conns = [c for c in reader.connections if c.topic in wanted]
+            for conn, log_ns, raw in reader.messages(connections=conns):
+                yield conn.topic, log_ns, reader.deserialize(raw, conn.msgtype)
+
+        yield topics, messages
+    finally:
+        reader.close()
+
+
+@contextmanager
+def _open_mcap(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+
+    with path.open("rb") as f:
+        try:
+            reader = make_reader(f)
+            summary = reader.get_summary()
+        except McapError as exc:
+            raise WaypointSourceError(f"{path}: not a readable MCAP file: {exc}") from None
+        if summary is None:  # unindexed: one pass to learn the channels
+            channels = {ch.id: (ch, sc) for sc, ch, _ in reader.iter_messages()}
+        else:
+            channels = {
+                cid: (ch, summary.schemas.get(ch.schema_id)) for cid, ch in summary.channels.items()
+            }
+        topics = {ch.topic: _ros2_name(sc.name) if sc else "" for ch, sc in channels.values()}
+        decoder = _McapDecoder()
+
+        def messages(wanted: list[str]) -> Iterator[tuple[str, int, object]]:
+            for schema, channel, message in reader.iter_messages(topics=wanted):
+                yield channel.topic, message.log_time, decoder(schema, channel, message.data)
+
+        yield topics, messages
+
+
+class _McapDecoder:
+    """rosbags' deserializers for MCAP channels: `cdr` (ROS 2) and `ros1` encodings, types
+    from the built-in typestores or, for unknown ones, the channel's schema text."""
+
+    def __init__(self) -> None:
+        from rosbags.typesys import Stores, get_typestore
+
+        self.stores = {
+            "cdr": get_typestore(Stores.ROS2_HUMBLE),
+            "ros1": get_typestore(Stores.ROS1_NOETIC),
+        }
+
+    def __call__(self, schema, channel, data: bytes) -> object:
+        store = self.stores.get(channel.message_encoding)
+        if store is None or schema is None:
+            raise WaypointSourceError(
+                f"channel {channel.topic}: message encoding {channel.message_encoding!r} is not "
+                "ROS (cdr or ros1)"
+            )
+        name = _ros2_name(schema.name)
+        if name not in store.fielddefs:
+            store.register(_types_of(schema.data.decode(), name))
+        if channel.message_encoding == "cdr":
+            return store.deserialize_cdr(data, name)
+        return store.deserialize_ros1(data, name)
+
+
+def _types_of(text: str, name: str) -> dict:
+    """Types of a concatenated definition: the main type, then `MSG: pkg/Type` blocks."""
+    from rosbags.typesys import get_types_from_msg
+
+    blocks = text.split(DEFINITION_SEPARATOR)
+    types = dict(get_types_from_msg(blocks[0], name))
+    for block in blocks[1:]:
+        first, _, body = block.partition("\n")
+        types.update(get_types_from_msg(body, _ros2_name(first.removeprefix("MSG: ").strip())))
+    return types
+
+
+def _ros2_name(name: str) -> str:
+    return name if "/msg/" in name else name.replace("/", "/msg/", 1)
+
+
+# --- message fields -------------------------------------------------------------------------
+
+
+def _stamp(header, log_ns: int) -> int:
+    ns = int(header.stamp.sec) * NS + int(header.stamp.nanosec)
+    return ns if ns > 0 else int(log_ns)
+
+
+def _poses(
+    msg, msgtype: str, log_ns: int, frames: tuple[str, str], pairs: dict[tuple[str, str], int]
+) -> list[tuple[int, float, float, float, float]]:
+    nan = float("nan")
+    if msgtype == "tf2_msgs/msg/TFMessage":
+        out = []
+        for tr in msg.transforms:
+            pair = (tr.header.frame_id.strip("/"), tr.child_frame_id.strip("/"))
+            pairs[pair] = pairs.get(pair, 0) + 1
+            if pair == frames:
+                p = tr.transform.translation
+                out.append((_stamp(tr.header, log_ns), p.x, p.y, p.z, nan))
+        return out
+    if msgtype == "nav_msgs/msg/Odometry":
+        p, v = msg.pose.pose.position, msg.twist.twist.linear
+        return [(_stamp(msg.header, log_ns), p.x, p.y, p.z, float(np.hypot(v.x, v.y)))]
+    pose = msg.pose.pose if msgtype.endswith("PoseWithCovarianceStamped") else msg.pose
+    p = pose.position
+    return [(_stamp(msg.header, log_ns), p.x, p.y, p.z, nan)]
+
+
+def _twist(msg, log_ns: int) -> tuple[int, float]:
+    """Horizontal speed of a twist (forward and lateral components of the body frame)."""
+    twist = msg.twist.twist if hasattr(msg.twist, "twist") else msg.twist
+    v = twist.linear
+    return _stamp(msg.header, log_ns), float(np.hypot(v.x, v.y))
