@@ -26,7 +26,7 @@ from scipy.spatial.transform import Rotation
 
 from bridge_lake.calibrate.rig import Rig
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.geometry import NED_TO_ENU, geodetic_to_enu, slerp, wrap_angle
+from bridge_lake.geometry import NED_TO_ENU, enu_to_geodetic, geodetic_to_enu, slerp, wrap_angle
 
 MAP_FRAME = "map"
 YAW_WINDOW_S = 30.0
@@ -239,14 +239,16 @@ def poses_from_gnss_imu(
     up = enu[:, 2] - lever[2]
     z = np.interp(t, tg, _window_mean(tg, up, POSITION_WINDOW_S / 2))
     position = np.column_stack([xy, z])
+    # the map's origin is base_link at the first pose (on the ground, not at the antenna)
+    base_origin = tuple(float(v) for v in enu_to_geodetic(position[0], *origin))
     return PoseTrack(
         times,
-        position,
+        position - position[0],
         Rotation.from_euler("z", yaw[:, None]),
         np.abs(speed),
         "gnss_imu",
-        origin,
-        "first GNSS fix",
+        base_origin,
+        "base_link at the first pose (from the first GNSS fix and the antenna lever arm)",
         ESTIMATOR_FUSED,
         len(gnss) - len(gi),
     )
