@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,48 +45,98 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    """Exit 0: the file read whole; 1: it has damage (listed, like `mcap doctor`); 2: it is
+    not an ADTF recording or cannot be read at all."""
     import json
 
+    from bridge_lake.formats.adtf.ifhd import MAGIC
     from bridge_lake.formats.adtf.info import info_dict, render_info
 
-    d = info_dict(args.file)
-    print(json.dumps(d, indent=2, sort_keys=True) if args.json else render_info(d))
-    return 0
+    try:
+        with open(args.file, "rb") as f:
+            head = f.read(len(MAGIC))
+        if head != MAGIC:
+            raise BridgeLakeError(
+                f"{args.file}: not an ADTF recording (it does not start with {MAGIC!r})"
+            )
+        d = info_dict(args.file)
+    except (BridgeLakeError, OSError) as exc:
+        if not args.json:
+            raise
+        print(json.dumps({"file": str(args.file), "error": str(exc)}, indent=2))
+        return 2
+    print(json.dumps(d, indent=2, sort_keys=True) if args.json else render_info(d), end="")
+    if args.json:
+        print()
+    return 1 if d["issues"] else 0
 
 
 QUERY_FORMATS = ("table", "csv", "json", "parquet")
 
 
+def _printable(frame):
+    """A frame CSV and JSON can hold: binary as hex (the column renamed `<name>_hex`), lists
+    and structs as JSON text, and DuckDB's HUGEINT sums (decimal(38,0)) as int64 when they fit."""
+    import polars as pl
+
+    out = []
+    for name, dtype in frame.schema.items():
+        col = pl.col(name)
+        if dtype == pl.Binary:
+            out.append(col.bin.encode("hex").alias(f"{name}_hex"))
+        elif isinstance(dtype, pl.List | pl.Array | pl.Struct):
+            out.append(col.map_elements(_json, return_dtype=pl.String).alias(name))
+        elif isinstance(dtype, pl.Decimal) and dtype.scale == 0:
+            out.append(col.cast(pl.Int64, strict=False).alias(name))
+        else:
+            out.append(col)
+    return frame.select(out)
+
+
+def _json(value: object) -> str:
+    import json
+
+    if hasattr(value, "to_list"):
+        value = value.to_list()
+    return json.dumps(value, default=str)
+
+
 def _cmd_query(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from bridge_lake import settings
-    from bridge_lake.lake import Lake
     from bridge_lake.lake.query import connect
 
-    root = args.lake or settings.lake_root()
-    con = connect(Lake(root, settings.storage_options(root)))
+    con = connect(_lake(args))
     try:
         frame = con.sql(args.sql).pl()
     except Exception as exc:  # DuckDB's parser/binder/IO errors: report, don't trace
-        print(f"bridge-lake: query failed: {exc}", file=sys.stderr)
-        return 2
+        raise BridgeLakeError(f"query failed: {exc}") from exc
     if args.format == "parquet":
         if not args.out:
-            print("bridge-lake: --format parquet needs --out FILE", file=sys.stderr)
-            return 2
+            raise BridgeLakeError("--format parquet needs --out FILE")
         frame.write_parquet(args.out)
-    elif args.format in ("csv", "json"):
+        return 0
+    if args.format in ("csv", "json"):
+        frame = _printable(frame)
         text = frame.write_csv() if args.format == "csv" else frame.write_json()
-        if args.out:
-            Path(args.out).write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
+        shown = frame.select(
+            [
+                pl.col(n).bin.encode("hex").str.slice(0, 16) + "…" if t == pl.Binary else pl.col(n)
+                for n, t in frame.schema.items()
+            ]
+        )
         with pl.Config(
-            tbl_rows=args.max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=False
+            tbl_rows=args.max_rows,
+            tbl_cols=args.max_cols,
+            fmt_str_lengths=args.max_width,
+            tbl_hide_dataframe_shape=False,
         ):
-            print(frame)
+            text = str(shown)
+    if args.out:
+        Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
@@ -200,9 +251,21 @@ def _cmd_waypoints(args: argparse.Namespace) -> int:
     return 0 if made.passed else 1
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bridge-lake")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bridge-lake", description="Data lake for autonomous-driving recordings."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -237,6 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=QUERY_FORMATS, default="table")
     p.add_argument("--out", help="write the result to this file instead of stdout")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
+    p.add_argument("--max-cols", type=int, default=12, help="columns shown by --format table")
+    p.add_argument(
+        "--max-width", type=int, default=40, help="characters per cell shown by --format table"
+    )
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser(
@@ -325,6 +392,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         print(f"bridge-lake: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("bridge-lake: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line for the user, the trace on request
+        if os.environ.get("BRIDGE_LAKE_DEBUG"):
+            raise
+        print(
+            f"bridge-lake: internal error: {type(exc).__name__}: {exc} "
+            "(set BRIDGE_LAKE_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

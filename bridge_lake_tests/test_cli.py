@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -149,3 +150,41 @@ def test_query_formats(tmp_path, capsys):
     assert "0042" in capsys.readouterr().out
     assert main(["query", "select nope from nowhere", *lake_arg]) == 2
     assert "query failed" in capsys.readouterr().err
+
+
+def test_cli_tells_the_truth_about_lakes_files_and_output(synthetic_lake, tmp_path, capsys):
+    """Issue 15: a missing lake is an error, binary columns print as hex, --out is honoured
+    for tables, info exits non-zero on damage and names non-ADTF files, --version works."""
+    from bridge_lake_tests.conftest import ADTF_TESTDATA
+
+    def run(*args):
+        rc = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    rc, _, err = run("query", "select 1", "--lake", tmp_path / "nope")
+    assert rc == 2 and "no lake at" in err and str(tmp_path / "nope") in err
+    lake = synthetic_lake.lake.root
+    sql = "select drive, can_id, data from normalized_can_frames order by time_ns limit 2"
+    rc, out, err = run("query", sql, "--lake", lake, "--format", "csv")
+    assert rc == 0 and out.splitlines()[0] == "drive,can_id,data_hex" and "Traceback" not in err
+    assert all(len(line.split(",")[2]) == 16 for line in out.splitlines()[1:])  # 8 bytes hex
+    rc, out, _ = run("query", "select sum(rows_written) as n from normalized_streams", "--lake",
+                     lake, "--format", "json")  # fmt: skip
+    assert rc == 0 and isinstance(json.loads(out)[0]["n"], int)  # not decimal(38,0)
+    table = tmp_path / "t.txt"
+    rc, out, _ = run("query", "select * from calibrated_frames", "--lake", lake, "--out", table)
+    assert rc == 0 and out == "" and "shape:" in table.read_text()
+    rc, _, err = run("query", "select nope", "--lake", lake)
+    assert rc == 2 and err.startswith("bridge-lake: error: query failed")
+    bad = tmp_path / "not.dat"
+    bad.write_bytes(b"hello, not an ADTF file")
+    rc, _, err = run("info", bad)
+    assert rc == 2 and "not an ADTF recording" in err
+    cut = tmp_path / "cut.dat"
+    cut.write_bytes((ADTF_TESTDATA / "test_type_seek.dat").read_bytes()[:3000])
+    rc, out, _ = run("info", cut, "--json")
+    assert rc == 1 and json.loads(out)["issues"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("bridge-lake ")
