@@ -44,6 +44,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from bridge_lake import settings
+    from bridge_lake.demo import run_ingest
+
+    lake = args.lake or settings.lake_root()
+    outcomes = run_ingest(str(args.landing), lake, args.drive, out=sys.stdout)
+    return 0 if all(o.run_ok and not o.checks_failed for o in outcomes) else 1
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     """Exit 0: the file read whole; 1: it has damage (listed, like `mcap doctor`); 2: it is
     not an ADTF recording or cannot be read at all."""
@@ -288,6 +297,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser(
+        "ingest",
+        help="run every layer for the drive folders of a landing zone (in-process)",
+        description="Register the drive folders of LANDING as partitions of the Dagster "
+        "instance in $DAGSTER_HOME (default ./.dagster_home) and run lake_job for each, as the "
+        "landing-zone sensor would; `dagster dev` on the same home shows the runs.",
+    )
+    p.add_argument("landing", help="landing zone: a local folder or s3://bucket/prefix")
+    p.add_argument("--drive", nargs="+", help="only these drive ids (default: every drive)")
+    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
     p.add_argument("file", type=Path)

@@ -16,9 +16,17 @@ from typing import TextIO
 
 import dagster as dg
 
+from bridge_lake import settings
+from bridge_lake.defs.jobs import lake_job
 from bridge_lake.defs.partitions import drives as drives_partitions
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.landing import LandingZone
 from bridge_lake.synth import synthesize
+
+DRIVE_TAG = "bridge_lake/drive"
+SOURCE_TAG = "bridge_lake/source"
 
 DEMO_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 """A home created by the demo keeps Dagster's default SQLite storage inside it."""
@@ -50,8 +58,6 @@ def run_demo(
     source: str = "all",
     out: TextIO,
 ) -> list[AssetOutcome]:
-    from bridge_lake.definitions import ASSETS  # the Dagster graph, imported only when run
-
     workdir = workdir.resolve()
     landing_root, lake_root = workdir / "landing", workdir / "lake"
     home = Path(os.environ.get("DAGSTER_HOME") or workdir / "dagster_home").resolve()
@@ -76,32 +82,8 @@ def run_demo(
             f"    {d.drive_id:32s} {d.source:5s} {len(d.files):5d} files {size / 1e6:8.1f} MB",
             file=out,
         )
-    resources = {
-        "lake": LakeResource(root=str(lake_root)),
-        "landing": LandingZoneResource(root=str(landing_root)),
-    }
-    # the instance of `home` (its dagster.yaml), as `dagster dev` with DAGSTER_HOME=home opens it
-    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
-        known = set(instance.get_dynamic_partitions(drives_partitions.name))
-        instance.add_dynamic_partitions(
-            drives_partitions.name, [d.drive_id for d in made if d.drive_id not in known]
-        )
-        outcomes: list[AssetOutcome] = []
-        for i, d in enumerate(made, 1):
-            print(f"  [{i}/{len(made)}] materializing {d.drive_id} ...", file=out, flush=True)
-            t = time.perf_counter()
-            result = dg.materialize(
-                ASSETS,
-                partition_key=d.drive_id,
-                instance=instance,
-                resources=resources,
-                raise_on_error=False,
-                run_config=QUIET_LOGS,
-            )
-            seconds = time.perf_counter() - t
-            outcomes.extend(_outcomes(result, d.drive_id, seconds))
-            status = "ok" if result.success else "FAILED"
-            print(f"        {status} in {seconds:.1f} s", file=out, flush=True)
+    sources = {d.drive_id: d.source for d in made}
+    outcomes = materialize_drives(str(landing_root), str(lake_root), sources, home, out)
     _print_summary(outcomes, out)
     env = {
         "DAGSTER_HOME": str(home),
@@ -116,6 +98,85 @@ def run_demo(
         file=out,
     )
     return outcomes
+
+
+def materialize_drives(
+    landing: str, lake: str, sources: dict[str, str], home: Path, out: TextIO
+) -> list[AssetOutcome]:
+    """Register the drives as partitions of the instance in `home` and run `lake_job` for
+    each, in-process, tagged with the drive and its source (as the sensor's runs are), so
+    `dagster dev` on the same home shows them as lake_job runs."""
+    from bridge_lake.definitions import ASSETS  # the Dagster graph, imported only when run
+
+    resources = {
+        "lake": LakeResource(root=lake, storage_options=settings.storage_options(lake)),
+        "landing": LandingZoneResource(
+            root=landing, storage_options=settings.storage_options(landing)
+        ),
+    }
+    job = dg.Definitions(assets=ASSETS, jobs=[lake_job], resources=resources).resolve_job_def(
+        lake_job.name
+    )
+    # the instance of `home` (its dagster.yaml), as `dagster dev` with DAGSTER_HOME=home opens it
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        known = set(instance.get_dynamic_partitions(drives_partitions.name))
+        instance.add_dynamic_partitions(
+            drives_partitions.name, [d for d in sources if d not in known]
+        )
+        outcomes: list[AssetOutcome] = []
+        for i, (drive_id, source) in enumerate(sources.items(), 1):
+            print(f"  [{i}/{len(sources)}] materializing {drive_id} ...", file=out, flush=True)
+            t = time.perf_counter()
+            result = job.execute_in_process(
+                partition_key=drive_id,
+                instance=instance,
+                raise_on_error=False,
+                run_config=QUIET_LOGS,
+                tags={DRIVE_TAG: drive_id, SOURCE_TAG: source},
+            )
+            seconds = time.perf_counter() - t
+            outcomes.extend(_outcomes(result, drive_id, seconds))
+            status = "ok" if result.success else "FAILED"
+            print(f"        {status} in {seconds:.1f} s", file=out, flush=True)
+    return outcomes
+
+
+def run_ingest(landing: str, lake: str, drive_ids: list[str] | None, out: TextIO) -> list:
+    """`bridge-lake ingest`: every drive folder of a landing zone (or the ones named) through
+    the whole pipeline on the instance of $DAGSTER_HOME (default ./.dagster_home)."""
+    zone = LandingZone(landing, settings.storage_options(landing))
+    scan = zone.scan()
+    for name, why in sorted(scan.rejected.items()):
+        print(f"  skipped folder {name!r}: {why}", file=out)
+    found = sorted(scan.drives)
+    if drive_ids:
+        missing = sorted(set(drive_ids) - set(found))
+        if missing:
+            raise BridgeLakeError(
+                f"no drive folder {', '.join(missing)} in {landing} (drives: "
+                f"{', '.join(found) or 'none'})"
+            )
+        found = [d for d in found if d in drive_ids]
+    if not found:
+        raise BridgeLakeError(f"no drive folders in {landing} (a drive folder holds drive.yaml)")
+    sources = {d: _source(zone, d) for d in found}
+    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text(DEMO_INSTANCE_YAML)
+    print(f"bridge-lake ingest: {len(found)} drives from {landing} into {lake} "
+          f"(Dagster home {home})", file=out)  # fmt: skip
+    outcomes = materialize_drives(landing, lake, sources, home, out)
+    _print_summary(outcomes, out)
+    return outcomes
+
+
+def _source(zone: LandingZone, drive_id: str) -> str:
+    try:
+        meta = parse_drive_yaml(zone.read_head(drive_id, DRIVE_YAML, MAX_DRIVE_YAML_BYTES + 1))
+    except (BridgeLakeError, OSError):
+        return "unknown"
+    return meta.source
 
 
 def _outcomes(

@@ -188,3 +188,32 @@ def test_cli_tells_the_truth_about_lakes_files_and_output(synthetic_lake, tmp_pa
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0 and capsys.readouterr().out.startswith("bridge-lake ")
+
+
+def test_ingest_runs_lake_job_for_each_drive_folder(tmp_path, capsys, monkeypatch):
+    """Issue 15: a user's folder of drives in, without dagster dev: partitions registered,
+    lake_job runs tagged with drive and source, the lake queryable."""
+    import dagster as dg
+
+    from bridge_lake.synth import synthesize
+
+    made = synthesize(tmp_path / "landing", drives=2, minutes=0.05, light=True)
+    (tmp_path / "landing" / "bad name!").mkdir()
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    lake = tmp_path / "lake"
+    assert main(["ingest", str(tmp_path / "landing"), "--lake", str(lake)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped folder 'bad name!'" in out and "2 drives" in out and " 0 failed" in out
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert set(instance.get_dynamic_partitions("drives")) == {d.drive_id for d in made}
+        runs = instance.get_runs()
+        assert {r.job_name for r in runs} == {"lake_job"}
+        assert {(r.tags["bridge_lake/drive"], r.tags["bridge_lake/source"]) for r in runs} == {
+            (d.drive_id, d.source) for d in made
+        }
+    con_out = main(["query", "select count(distinct drive) n from calibrated_poses", "--lake",
+                    str(lake), "--format", "json"])  # fmt: skip
+    assert con_out == 0 and json.loads(capsys.readouterr().out) == [{"n": 2}]
+    assert main(["ingest", str(tmp_path / "landing"), "--lake", str(lake), "--drive", "x"]) == 2
+    assert "no drive folder x" in capsys.readouterr().err
