@@ -32,6 +32,8 @@ def asset_name(table: str) -> str:
 
 
 REPORT_PATH = "reports/drive={drive}/normalized.html"
+REPORT_FACTS = ("vehicle", "source", "recorded_at", "operator", "route", "weather", "notes", "tags")
+"""drive.yaml facts the report shows."""
 
 
 def drive_findings(result: NormalizeResult, recordings: list[str]) -> list[quality.Finding]:
@@ -51,12 +53,34 @@ def drive_findings(result: NormalizeResult, recordings: list[str]) -> list[quali
     ]
 
 
-def write_report(store: Lake, drive: str, result: NormalizeResult, findings: list) -> str:
+def write_report(
+    store: Lake, drive: str, result: NormalizeResult, findings: list, published: bool
+) -> str:
     """Render the drive's HTML report and store it in the lake; returns its URL."""
     track = [t for s in result.streams for t in s.track]
     lat = np.concatenate([t[0] for t in track]) if track else np.empty(0)
     lon = np.concatenate([t[1] for t in track]) if track else np.empty(0)
-    html = render_report(drive, result.streams, lat_deg=lat, lon_deg=lon, findings=findings)
+    meta = store.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
+    files = store.read_partition(
+        "raw", RAW_MANIFEST.name, drive, columns=["path", "size_bytes", "format", "problem"]
+    ).to_pylist()
+    reasons = {}
+    if published and result.quarantined:
+        q = store.read_partition("normalized", QUARANTINE.name, drive, columns=["reason"])
+        counts = q.group_by("reason").aggregate([("reason", "count")])
+        reasons = dict(
+            zip(counts["reason"].to_pylist(), counts["reason_count"].to_pylist(), strict=True)
+        )
+    html = render_report(
+        drive,
+        result.streams,
+        lat_deg=lat,
+        lon_deg=lon,
+        findings=findings,
+        meta={k: meta.get(k) for k in REPORT_FACTS},
+        files=files,
+        quarantine_reasons=reasons,
+    )
     return store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
 
 
@@ -136,7 +160,7 @@ def normalized(
         f"drive {drive}: {len(result.streams)} streams, "
         f"{sum(result.table_rows.values())} rows, {result.quarantined} quarantined"
     )
-    report = write_report(store, drive, result, findings)
+    report = write_report(store, drive, result, findings, published)
     if not published:
         context.log.error(
             f"drive {drive}: blocking checks failed; tables not published, the previous "

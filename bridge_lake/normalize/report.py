@@ -6,8 +6,10 @@ from the lake in any browser, offline, and is small enough to keep beside the ta
 
 from __future__ import annotations
 
+import datetime as dt
 import html
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -82,21 +84,28 @@ def _timeline(streams: Sequence[StreamStats]) -> str:
     return "".join(parts)
 
 
-def _bars(values: list[tuple[str, float, float | None]], unit: str, svg_id: str) -> str:
-    """Horizontal bars (observed) with a tick for the nominal value when there is one."""
+def _bars(
+    values: list[tuple[str, float, float | None]], unit: str, svg_id: str, *, log: bool = False
+) -> str:
+    """Horizontal bars (observed) with a tick for the nominal value when there is one; `log`
+    scales them logarithmically, so a 1 Hz stream stays visible beside a 10 kHz one."""
     if not values:
         return "<p>None.</p>"
-    top = max(max(abs(v), abs(e or 0)) for _, v, e in values) or 1.0
+
+    def scale(v: float) -> float:
+        return float(np.log10(1.0 + abs(v))) if log else abs(v)
+
+    top = max(max(scale(v), scale(e or 0)) for _, v, e in values) or 1.0
     label_w, plot_w = 230, WIDTH - 340
     height = ROW * len(values) + 10
     parts = [f'<svg id="{svg_id}" width="{WIDTH}" height="{height}" role="img">']
     for i, (name, v, expected) in enumerate(values):
         y = 5 + i * ROW
-        w = abs(v) / top * plot_w
+        w = scale(v) / top * plot_w
         parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="16" fill="#4e79a7"/>')
         if expected:
-            xe = label_w + abs(expected) / top * plot_w
+            xe = label_w + scale(expected) / top * plot_w
             parts.append(
                 f'<line x1="{xe:.1f}" x2="{xe:.1f}" y1="{y - 2}" y2="{y + 18}" '
                 'stroke="#e15759" stroke-width="2"/>'
@@ -129,6 +138,22 @@ def _track(lat: np.ndarray, lon: np.ndarray) -> str:
     )
 
 
+def _utc(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _reason(finding: object) -> str:
+    """Why a check failed, in one line: its summary, else its figures."""
+    summary = getattr(finding, "summary", "")
+    if summary:
+        return summary
+    meta = getattr(finding, "metadata", {}) or {}
+    figures = {k: v for k, v in meta.items() if v not in (None, {}, [], 0)}
+    return json.dumps(figures, default=str)[:400]
+
+
 def render_report(
     drive_id: str,
     streams: Sequence[StreamStats],
@@ -136,8 +161,13 @@ def render_report(
     lat_deg: np.ndarray,
     lon_deg: np.ndarray,
     findings: Sequence[object] = (),
+    meta: Mapping[str, object] | None = None,
+    files: Sequence[Mapping[str, object]] = (),
+    quarantine_reasons: Mapping[str, int] | None = None,
 ) -> str:
-    """The report as one HTML document (UTF-8)."""
+    """The report as one HTML document (UTF-8). `meta` is the drive's drive.yaml facts,
+    `files` its raw manifest rows (path, size_bytes, format), `quarantine_reasons` the
+    quarantined records counted by reason."""
     rows = []
     for s in streams:
         o = s.order
@@ -156,7 +186,7 @@ def render_report(
     checks = (
         "".join(
             f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}'
-            f"{'' if getattr(f, 'error', True) else ' (warning)'}</li>"
+            f"{'' if getattr(f, 'error', True) else ' (warning)'}: {_esc(_reason(f))}</li>"
             for f in failed
         )
         or "<li>all checks passed</li>"
@@ -167,19 +197,47 @@ def render_report(
         if s.mean_rate_hz
     ]
     drift = [(f"{s.info.table}/{s.info.stream}", s.fit.drift_ppm, None) for s in streams if s.fit]
+    firsts = [s.first_time_ns for s in streams if s.first_time_ns is not None]
+    lasts = [s.last_time_ns for s in streams if s.last_time_ns is not None]
+    facts = {k: v for k, v in (meta or {}).items() if v not in (None, "", [], ())}
+    facts_html = "".join(
+        f"<tr><th>{_esc(k)}</th><td>{_esc(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
+        for k, v in facts.items()
+    )
+    facts_html += (
+        f"<tr><th>start (UTC)</th><td>{_utc(min(firsts) if firsts else None)}</td></tr>"
+        f"<tr><th>end (UTC)</th><td>{_utc(max(lasts) if lasts else None)}</td></tr>"
+    )
+    file_rows = "".join(
+        f'<tr><td>{_esc(f.get("path"))}</td><td class="num">{int(f.get("size_bytes") or 0):,}'
+        f"</td><td>{_esc(f.get('format'))}</td><td>{_esc(f.get('problem') or '')}</td></tr>"
+        for f in files
+    )
+    reasons = "".join(
+        f'<tr><td>{_esc(r)}</td><td class="num">{n}</td></tr>'
+        for r, n in sorted((quarantine_reasons or {}).items(), key=lambda x: -x[1])
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>bridge_lake: drive {_esc(drive_id)}</title><style>{CSS}</style></head>
 <body>
 <h1>Drive {_esc(drive_id)}: normalized layer</h1>
+<table id="facts">{facts_html}</table>
 <h2>Checks that did not pass</h2><ul id="checks">{checks}</ul>
 <h2>Stream timeline</h2>{_timeline(streams)}
-<h2>Rates (bar: observed, red tick: nominal)</h2>{_bars(rates, "Hz", "rates")}
+<h2>Rates (log scale; bar: observed, red tick: nominal)</h2>{_bars(rates, "Hz", "rates", log=True)}
 <h2>Streams</h2>
 <table id="streams"><tr><th>table</th><th>stream</th><th>read</th><th>written</th>
 <th>quarantined</th><th>rate Hz</th><th>gaps</th><th>longest gap s</th><th>reordered</th>
 <th>drift ppm</th></tr>{"".join(rows)}</table>
+<h2>Quarantine by reason</h2>
+<table id="quarantine"><tr><th>reason</th><th>records</th></tr>{
+        reasons or '<tr><td colspan="2">nothing quarantined</td></tr>'
+    }</table>
 <h2>GNSS track</h2>{_track(lat_deg, lon_deg)}
 <h2>Device clock drift against the master clock</h2>{_bars(drift, "ppm", "drift")}
+<h2>Files</h2>
+<table id="files"><tr><th>file</th><th>bytes</th><th>format</th><th>problem</th></tr>
+{file_rows}</table>
 </body></html>
 """

@@ -66,13 +66,23 @@ def test_segments_split_at_gaps():
 
 def test_report_renders_in_headless_chromium(tmp_path):
     result, gnss = _streams(tmp_path)
+    from bridge_lake.findings import Finding
+
     html = render_report(
         "d1",
         result.streams,
         lat_deg=gnss.column("lat_deg").to_numpy(),
         lon_deg=gnss.column("lon_deg").to_numpy(),
+        findings=[Finding("imu", "gaps", False, False, {"streams_with_gaps": {"imu<0>": 1}})],
+        meta={"vehicle": "car-7", "route": "ring road", "weather": "rain", "tags": ["a", "b"]},
+        files=[{"path": "gps.csv", "size_bytes": 1234, "format": "nclt", "problem": None}],
+        quarantine_reasons={"short row": 3, "bad magic": 1},
     )
     assert "imu&lt;0&gt;" in html and "<0>" not in html  # names are escaped
+    assert "car-7" in html and "ring road" in html and "a, b" in html
+    assert "2023-11-14 22:13:20.000Z" in html  # start (UTC) of T0
+    assert "short row</td><td class=\"num\">3" in html and "1,234" in html
+    assert "gaps (warning): " in html and "streams_with_gaps" in html  # why it failed
     page = tmp_path / "report.html"
     page.write_text(html, encoding="utf-8")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -91,6 +101,9 @@ def test_report_renders_in_headless_chromium(tmp_path):
         'id="gnss-track"',
         'id="drift"',
         'id="streams"',
+        'id="facts"',
+        'id="quarantine"',
+        'id="files"',
         "<polyline",
     ):
         assert element in dom, element
