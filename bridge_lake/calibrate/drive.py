@@ -71,10 +71,12 @@ def calibrate_drive(
     rig_folders: Iterable[Path] = (),
     deskew: bool | None = None,
     audit: Callable[[CalibrateResult], bool] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> tuple[CalibrateResult, bool]:
     """Calibrate a drive into staging, let `audit` judge it, publish if it agrees.
 
-    `deskew` overrides drive.yaml's `deskew` key. Returns the result and whether it was
+    `deskew` overrides drive.yaml's `deskew` key; `progress` gets (points done, bytes, points
+    in all) as lidar points stream through. Returns the result and whether it was
     published (a rejected drive keeps its previous calibrated partitions).
     """
     release_large_frees()
@@ -101,7 +103,7 @@ def calibrate_drive(
     }
     try:
         if result.rig is not None:
-            _calibrate(lake, drive_id, result, streams, writers)
+            _calibrate(lake, drive_id, result, streams, writers, progress)
         for w in writers.values():
             w.close()
         result.table_rows = {name: w.rows_written for name, w in writers.items()}
@@ -123,6 +125,7 @@ def _calibrate(
     result: CalibrateResult,
     streams: pa.Table,
     writers: dict[str, PartitionWriter],
+    progress: Callable[[int, int, int], None] | None,
 ) -> None:
     rig = result.rig
     assert rig is not None
@@ -148,9 +151,14 @@ def _calibrate(
     deskewed: set[int] = set()
     if not lidar_frames & set(result.missing_extrinsics):
         transformer = PointTransformer(rig, scans, track=result.track, deskew=result.deskew)
+        total = int(pc.sum(scans.column("point_count")).as_py() or 0)
+        nbytes = 0
         for batch in lake.iter_batches("normalized", "lidar_points", drive_id):
             result.points_in += batch.num_rows
+            nbytes += batch.nbytes
             writers[LIDAR_POINTS.name].write(transformer(batch))
+            if progress is not None:
+                progress(result.points_in, nbytes, total)
         result.points = transformer.stats
         deskewed = transformer.deskewed_scans
     candidates = _candidates(lake, drive_id, rig, streams)

@@ -19,6 +19,7 @@ from bridge_lake.defs.resources import LakeResource
 from bridge_lake.findings import Finding
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.lake.schemas.calibrated import CALIBRATED
+from bridge_lake.progress import Progress
 
 PREFIX = "calibrated_"
 REPORT_PATH = "reports/drive={drive}/calibrated.html"
@@ -99,7 +100,16 @@ def calibrated(
         found.extend(findings(staged))
         return all(f.passed for f in found if f.error)
 
-    result, published = calibrate_drive(store, drive, deskew=config.deskew, audit=audit)
+    progress = Progress(f"calibrate {drive} lidar points", context.log.info, unit="points")
+
+    def points(done: int, nbytes: int, total: int) -> None:
+        progress.total = total
+        progress.update(done, nbytes)
+
+    result, published = calibrate_drive(
+        store, drive, deskew=config.deskew, audit=audit, progress=points
+    )
+    progress.done()
     html = render_calibrated_report(result, found)
     report = store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
     context.log.info(

@@ -14,6 +14,7 @@ from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.export.exporter import ExportRequest
 from bridge_lake.export.lake_exports import drive_mapping, export_to_lake
+from bridge_lake.progress import Progress
 
 ASSET = "exports"
 FORMATS = ("mcap", "bag2", "bag1")
@@ -68,17 +69,19 @@ def exports(
         mapping = drive_mapping(store, landing.get(), drive, Path(tmp))
         if mapping is not None:
             context.log.info(f"drive {drive}: topic mapping from drive.yaml ({mapping.name})")
-        made = [
-            export_to_lake(
-                store,
-                drive,
-                fmt,
-                ExportRequest(
-                    encoding=config.mcap_encoding if fmt == "mcap" else None, mapping=mapping
-                ),
+        made = []
+        for fmt in config.formats:
+            progress = Progress(f"export {drive} {fmt}", context.log.info, unit="msgs")
+
+            def report(done: int, nbytes: int, total: int, progress: Progress = progress) -> None:
+                progress.total = total
+                progress.update(done, nbytes)
+
+            request = ExportRequest(
+                encoding=config.mcap_encoding if fmt == "mcap" else None, mapping=mapping
             )
-            for fmt in config.formats
-        ]
+            made.append(export_to_lake(store, drive, fmt, request, report))
+            progress.done()
     files = {}
     problems: list[str] = []
     rate_problems: list[str] = []

@@ -23,6 +23,7 @@ from bridge_lake.normalize import quality
 from bridge_lake.normalize.drive import covered, normalize_drive
 from bridge_lake.normalize.report import render_report
 from bridge_lake.normalize.sink import NormalizeResult
+from bridge_lake.progress import Progress
 
 PREFIX = "normalized_"
 
@@ -155,7 +156,11 @@ def normalized(
         findings.extend(drive_findings(staged, recordings))
         return all(f.passed for f in findings if f.error)
 
-    result, published = normalize_drive(landing.get(), store, drive, source, audit=audit)
+    progress = Progress(f"normalize {drive}", context.log.info, unit="rows")
+    result, published = normalize_drive(
+        landing.get(), store, drive, source, audit=audit, progress=progress.update
+    )
+    progress.done()
     context.log.info(
         f"drive {drive}: {len(result.streams)} streams, "
         f"{sum(result.table_rows.values())} rows, {result.quarantined} quarantined"

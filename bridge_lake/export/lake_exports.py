@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,18 +67,24 @@ def expected_rates(lake: Lake, drive: str, result: ExportResult) -> dict[str, fl
     return rates
 
 
-def export_to_lake(lake: Lake, drive: str, fmt: str, request: ExportRequest) -> LakeExport:
+def export_to_lake(
+    lake: Lake,
+    drive: str,
+    fmt: str,
+    request: ExportRequest,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> LakeExport:
     """Write one format of a drive into the lake's exports folder and check it."""
     name = f"{drive}{SUFFIX[fmt]}"
     folder = exports_dir(lake.base, drive)
     request = ExportRequest(**{**request.__dict__, "format": fmt, "force": True})
     if lake.is_local:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        result = export_drive(lake, drive, Path(folder) / name, request)
+        result = export_drive(lake, drive, Path(folder) / name, request, progress=progress)
         health = _check(lake, drive, result)
         return LakeExport(result, health, str(result.path))
     with tempfile.TemporaryDirectory(prefix="bridge_lake_export_") as tmp:
-        result = export_drive(lake, drive, Path(tmp) / name, request)
+        result = export_drive(lake, drive, Path(tmp) / name, request, progress=progress)
         health = _check(lake, drive, result)
         target = posixpath.join(folder, name)
         lake.fs.put(str(result.path), target, recursive=result.path.is_dir())

@@ -26,11 +26,13 @@ def normalize_drive(
     *,
     normalizers: Mapping[str, Normalizer] | None = None,
     audit: Callable[[NormalizeResult], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[NormalizeResult, bool]:
     """Normalize a drive into staging, let `audit` judge the figures, publish if it agrees.
 
     Returns the result and whether it was published; a rejected drive keeps its previous
-    partitions, so readers never see tables that failed a blocking check.
+    partitions, so readers never see tables that failed a blocking check. `progress` gets
+    (rows written, bytes) as the sink writes.
     """
     release_large_frees()
     normalizers = NORMALIZERS if normalizers is None else normalizers
@@ -41,7 +43,7 @@ def normalize_drive(
             f"drive {drive_id}: no normalizer for source {source!r} "
             f"(known: {', '.join(sorted(normalizers))})"
         ) from None
-    with landing.local_drive(drive_id) as local, DriveSink(lake, drive_id) as sink:
+    with landing.local_drive(drive_id) as local, DriveSink(lake, drive_id, progress) as sink:
         normalizer(local, sink)
         result = sink.stage()
         if audit is not None and not audit(result):

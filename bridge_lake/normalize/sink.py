@@ -13,7 +13,7 @@ the records themselves; `lidar_points` keeps none (its scans carry the time fact
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,9 +91,14 @@ class NormalizeResult:
 class DriveSink:
     """Collects one drive's normalized output; `finish()` publishes every table at once."""
 
-    def __init__(self, lake: Lake, drive_id: str) -> None:
+    def __init__(
+        self, lake: Lake, drive_id: str, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         self._lake = lake
         self._drive = drive_id
+        self._progress = progress
+        """called with (rows written, their bytes) after every write: long drives report"""
+        self._rows = self._bytes = 0
         self._writers: dict[str, PartitionWriter] = {}
         self._streams: dict[tuple[str, str], StreamStats] = {}
         self._quarantined = 0
@@ -158,6 +163,10 @@ class DriveSink:
             stats.violations[name] = stats.violations.get(name, 0) + n
         self._writer(table).write(rows)
         stats.rows_written += rows.num_rows
+        if self._progress is not None:
+            self._rows += rows.num_rows
+            self._bytes += rows.nbytes
+            self._progress(self._rows, self._bytes)
 
     def quarantine(
         self,

@@ -46,6 +46,9 @@ def test_exports_in_the_lake_with_health_checks(landing, tmp_path):
                 run_config=config,
             )
             assert result.success
+            logs = [e.user_message for e in instance.all_logs(result.run_id)]
+            for step in ("normalize", "calibrate", "export"):  # progress lines, no silence
+                assert any(m.startswith(f"{step} {drive_id}") and "(done)" in m for m in logs)
             checks = {
                 e.check_name: e
                 for e in result.get_asset_check_evaluations()
