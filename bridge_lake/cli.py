@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -400,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p.add_argument(flag, type=float, help=f"default {default}")
     p.set_defaults(func=_cmd_waypoints)
+
+    add_scene_commands(sub)
     return parser
 
 

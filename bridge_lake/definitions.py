@@ -10,11 +10,13 @@ from bridge_lake.defs.jobs import lake_job
 from bridge_lake.defs.normalized import normalized
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import default_resources
+from bridge_lake.defs.scene_sets import scene_sets
+from bridge_lake.defs.scenes import scene_catalog
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import landing_zone_sensor
 from bridge_lake.defs.waypoints import waypoints
 
-ASSETS = [raw_manifest, normalized, calibrated, exports, waypoints]
+ASSETS = [raw_manifest, normalized, calibrated, exports, scene_catalog, scene_sets, waypoints]
 """Every asset, in pipeline order; the demo and the gap schedule take them from here."""
 
 defs = dg.Definitions(

@@ -114,11 +114,12 @@ def materialize_drives(
             root=landing, storage_options=settings.storage_options(landing)
         ),
     }
-    job = dg.Definitions(assets=ASSETS, jobs=[lake_job], resources=resources).resolve_job_def(
-        lake_job.name
-    )
     # the instance of `home` (its dagster.yaml), as `dagster dev` with DAGSTER_HOME=home opens it
     with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        # resolved inside: loading Definitions reads the defs state of the current instance
+        job = dg.Definitions(assets=ASSETS, jobs=[lake_job], resources=resources).resolve_job_def(
+            lake_job.name
+        )
         known = set(instance.get_dynamic_partitions(drives_partitions.name))
         instance.add_dynamic_partitions(
             drives_partitions.name, [d for d in sources if d not in known]

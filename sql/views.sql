@@ -87,6 +87,18 @@ CREATE OR REPLACE VIEW calibrated_frames AS
 SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
+CREATE OR REPLACE VIEW scenes_camera_stats AS
+SELECT * FROM read_parquet(getvariable('lake') || '/scenes/camera_stats/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW scenes_catalog AS
+SELECT * FROM read_parquet(getvariable('lake') || '/scenes/catalog/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW scenes_sets AS
+SELECT * FROM read_parquet(getvariable('lake') || '/scenes/sets/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
 -- One row per drive: its metadata and what landed, by format.
 CREATE OR REPLACE VIEW drive_summary AS
 SELECT d.drive, d.vehicle, d.source, d.recorded_at, d.file_count, d.total_bytes,

@@ -12,6 +12,11 @@ transport latency to the capture time. All signals derive from one vehicle traje
 oval track, so the streams agree with each other. The output is byte-identical for a seed:
 numpy's seeded generator, single-threaded x264 and a content-derived GUID.
 
+Drives of at least PLANT_MIN_MINUTES carry planted scene events at known times (a hard brake,
+a sharp turn, a GNSS outage, a lidar dropout, black camera frames) for the scene rules to
+find; `planted_events(minutes, seed)` returns their windows. Shorter drives stay calm, so the
+format tests can count every stream at its nominal rate.
+
 Payloads are built per block of samples with numpy (no Python object per point or frame
 field); only the final chunk writes are per sample.
 """
@@ -21,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import fractions
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import av
@@ -147,6 +152,55 @@ LIDAR_SCAN_NS = 100_000_000
 CORRIDOR_HALF_WIDTH = 12.0
 """The lidar sees the ground (z = 0 in base_link) and two walls at y = ±12 m of base_link."""
 
+PLANT_MIN_MINUTES = 1.5
+"""Drives at least this long get the planted events; the events and their lead-in and
+recovery need about 60 s, and shorter drives keep every stream at its nominal rate."""
+EVENT_AT = {
+    "hard_brake": 0.15,
+    "sharp_turn": 0.30,
+    "gnss_degraded": 0.55,
+    "lidar_dropout": 0.75,
+    "camera_black": 0.88,
+}
+"""Nominal start of each planted event as a fraction of the drive (±1 % from the seed)."""
+BRAKE_DECEL = 6.0
+"""Planted hard brake [m/s²] (0.6 g), down to BRAKE_LOW, held, then back at REACCEL."""
+BRAKE_LOW, BRAKE_HOLD_S, REACCEL = 5.0, 1.5, 2.0
+LOOP_RADIUS, LOOP_SPEED, LOOP_DECEL = 15.0, 8.0, 1.5
+"""Planted sharp turn: a full left loop of 15 m radius at 8 m/s (0.53 rad/s, 4.3 m/s²), slowed
+into and out of at 1.5 m/s²; the oval's curves give at most 18 m/s / 60 m = 0.3 rad/s."""
+GNSS_DEGRADED_S, GNSS_OUTAGE_S = 2.0, 8.0
+"""Planted GNSS outage: 2 s of 2D fixes with few satellites, then 8 s without fixes."""
+DEGRADED_FIX = 2
+LIDAR_DROPOUT_S = 3.0
+BLACK_S = 2.0
+
+
+@dataclass(frozen=True)
+class PlantedEvent:
+    """An event written into a synthetic drive on purpose: `kind` is the scene tag that must
+    find it, the window is in recorder-clock ns (capture times; the lake's master times add
+    the transport latency, at most 20 ms)."""
+
+    kind: str
+    start_ns: int
+    end_ns: int
+
+
+def _event_starts(minutes: float, seed: int) -> dict[str, float]:
+    """Start [s] of each planted event, or none for short drives. A generator of its own
+    (from the seed) so the planting leaves every other random draw as it was."""
+    if minutes < PLANT_MIN_MINUTES:
+        return {}
+    jitter = np.random.default_rng([seed, 0x5CE7E5]).uniform(-0.01, 0.01, len(EVENT_AT))
+    seconds = minutes * 60.0
+    return {k: (f + j) * seconds for (k, f), j in zip(EVENT_AT.items(), jitter, strict=True)}
+
+
+def _start_ns(seed: int) -> tuple[dt.datetime, int]:
+    start_dt = START + dt.timedelta(minutes=7 * (seed % 1000))
+    return start_dt, int(start_dt.timestamp()) * 1_000_000_000
+
 
 def _ddl_type(struct_name: str, *deps: str, meta_type: str = "adtf/default") -> StreamType:
     defs = "<structs>" + "".join(DDL_STRUCTS[n] for n in (*deps, struct_name)) + "</structs>"
@@ -171,37 +225,80 @@ class Track:
     speed: np.ndarray
     yaw_rate: np.ndarray
     accel: np.ndarray
+    events: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Planted motion events: kind → (start, end) [s] as driven."""
 
     @classmethod
-    def build(cls, seconds: float, rng: np.random.Generator) -> Track:
+    def build(
+        cls, seconds: float, rng: np.random.Generator, starts: dict[str, float] | None = None
+    ) -> Track:
+        """The oval at a speed swinging between 10 and 18 m/s; `starts` plants a hard brake
+        and a sharp turn (a full loop off the oval) at the given times [s]."""
+        starts = starts or {}
         t = np.arange(int(seconds * 1000) + 1) / 1000.0
         target = 14.0 + 4.0 * np.sin(2 * np.pi * t / 47.0 + rng.uniform(0, 6.3))
         speed = np.clip(np.minimum(target, 2.5 * t), 0.0, None)
+        events: dict[str, tuple[float, float]] = {}
+        if "hard_brake" in starts:
+            tb = starts["hard_brake"]
+            v0 = float(speed[int(tb * 1000)])
+            t_low = tb + (v0 - BRAKE_LOW) / BRAKE_DECEL
+            t_go = t_low + BRAKE_HOLD_S
+            cap = np.where(t < tb, np.inf, np.maximum(v0 - BRAKE_DECEL * (t - tb), BRAKE_LOW))
+            speed = np.minimum(speed, np.where(t > t_go, BRAKE_LOW + REACCEL * (t - t_go), cap))
+            events["hard_brake"] = (float(tb), float(t_low))
+        loop_len = 2 * np.pi * LOOP_RADIUS
+        if "sharp_turn" in starts:
+            tl = starts["sharp_turn"]
+            t_out = tl + loop_len / LOOP_SPEED
+            ramp = np.maximum.reduce([tl - t, t - t_out, np.zeros_like(t)])
+            speed = np.minimum(speed, LOOP_SPEED + LOOP_DECEL * ramp)
         s = np.cumsum(speed) / 1000.0
-        straight, radius = 280.0, 60.0
-        lap = 2 * straight + 2 * np.pi * radius
-        u = s % lap
-        x, y, heading = np.empty_like(u), np.empty_like(u), np.empty_like(u)
-        seg = [u < straight, u < straight + np.pi * radius, u < 2 * straight + np.pi * radius]
-        a = seg[0]
-        x[a], y[a], heading[a] = u[a], 0.0, 0.0
-        b = ~seg[0] & seg[1]
-        phi = (u[b] - straight) / radius
-        x[b], y[b], heading[b] = straight + radius * np.sin(phi), radius * (1 - np.cos(phi)), phi
-        c = ~seg[1] & seg[2]
-        x[c], y[c], heading[c] = straight - (u[c] - straight - np.pi * radius), 2 * radius, np.pi
-        d = ~seg[2]
-        phi = (u[d] - 2 * straight - np.pi * radius) / radius
-        x[d], y[d] = -radius * np.sin(phi), radius * (1 + np.cos(phi))
-        heading[d] = np.pi + phi
+        path = s
+        if "sharp_turn" in starts:
+            s_in = s[int(starts["sharp_turn"] * 1000)]
+            path = s - np.clip(s - s_in, 0.0, loop_len)  # the oval waits while the loop is driven
+        x, y, heading = _oval(path)
+        if "sharp_turn" in starts:
+            inside = (s > s_in) & (s < s_in + loop_len)
+            px, py, h = (float(v[0]) for v in _oval(np.array([s_in])))
+            phi = (s[inside] - s_in) / LOOP_RADIUS
+            cx, cy = px - LOOP_RADIUS * np.sin(h), py + LOOP_RADIUS * np.cos(h)
+            x[inside] = cx + LOOP_RADIUS * np.sin(h + phi)
+            y[inside] = cy - LOOP_RADIUS * np.cos(h + phi)
+            heading[inside] = h + phi
+            k = np.flatnonzero(inside)
+            events["sharp_turn"] = (float(t[k[0]]), float(t[k[-1]]))
         yaw_rate = np.gradient(np.unwrap(heading), t)
         accel = np.gradient(speed, t)
-        return cls(t, x, y, heading % (2 * np.pi), speed, yaw_rate, accel)
+        return cls(t, x, y, heading % (2 * np.pi), speed, yaw_rate, accel, events)
 
     def at(self, seconds: np.ndarray, field: str) -> np.ndarray:
         values = getattr(self, field)
         idx = np.clip(np.rint(seconds * 1000).astype(np.int64), 0, len(values) - 1)
         return values[idx]
+
+
+def _oval(u_total: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position and heading after `u_total` metres on the oval (280 m straights, 60 m
+    curves), starting at the origin heading east."""
+    straight, radius = 280.0, 60.0
+    lap = 2 * straight + 2 * np.pi * radius
+    u = u_total % lap
+    x, y, heading = np.empty_like(u), np.empty_like(u), np.empty_like(u)
+    seg = [u < straight, u < straight + np.pi * radius, u < 2 * straight + np.pi * radius]
+    a = seg[0]
+    x[a], y[a], heading[a] = u[a], 0.0, 0.0
+    b = ~seg[0] & seg[1]
+    phi = (u[b] - straight) / radius
+    x[b], y[b], heading[b] = straight + radius * np.sin(phi), radius * (1 - np.cos(phi)), phi
+    c = ~seg[1] & seg[2]
+    x[c], y[c], heading[c] = straight - (u[c] - straight - np.pi * radius), 2 * radius, np.pi
+    d = ~seg[2]
+    phi = (u[d] - 2 * straight - np.pi * radius) / radius
+    x[d], y[d] = -radius * np.sin(phi), radius * (1 + np.cos(phi))
+    heading[d] = np.pi + phi
+    return x, y, heading
 
 
 @dataclass
@@ -312,13 +409,23 @@ def _imu_source(track: Track, start: int, rng, seconds: float) -> Source:
     )
 
 
-def _gnss_source(track: Track, start: int, rng, seconds: float) -> Source:
+def _gnss_source(
+    track: Track, start: int, rng, seconds: float, outage_s: float | None = None
+) -> Source:
     """Fixes of the roof antenna (the rig's `gnss` frame): lat/lon/alt from the track's ENU
-    position plus the lever arm, course over ground clockwise from north."""
+    position plus the lever arm, course over ground clockwise from north. `outage_s` plants
+    2D fixes with few satellites for GNSS_DEGRADED_S, then no fixes for GNSS_OUTAGE_S."""
     capture = start + np.arange(int(seconds * 10)) * 100_000_000
     clock = DeviceClock(rng, 1)
     lever = load_rig(RIG).to_base("gnss").translation
     noise = rng.normal(0, 1, (len(capture), 3))
+    chunk = _chunk_times(capture, rng, (2000, 9000))
+    degraded = np.zeros(len(capture), dtype=bool)
+    if outage_s is not None:  # drawn for every fix first: the other draws stay as they were
+        sec = (capture - start) / 1e9
+        keep = (sec < outage_s) | (sec >= outage_s + GNSS_OUTAGE_S)
+        degraded = (sec >= outage_s - GNSS_DEGRADED_S) & (sec < outage_s)
+        capture, chunk, noise, degraded = capture[keep], chunk[keep], noise[keep], degraded[keep]
 
     def payloads(lo: int, hi: int) -> list[memoryview]:
         sec = (capture[lo:hi] - start) / 1e9
@@ -337,21 +444,28 @@ def _gnss_source(track: Track, start: int, rng, seconds: float) -> Source:
         rec["lat"], rec["lon"], rec["alt"] = enu_to_geodetic(enu, *GNSS_ORIGIN)
         rec["speed"] = track.at(sec, "speed")
         rec["heading"] = np.mod(90.0 - np.degrees(yaw), 360.0)
-        rec["fix"] = 4
-        rec["sats"] = 14 + (np.arange(lo, hi) // 600) % 5
+        rec["fix"] = np.where(degraded[lo:hi], DEGRADED_FIX, 4)
+        rec["sats"] = np.where(degraded[lo:hi], 4, 14 + (np.arange(lo, hi) // 600) % 5)
         return _rows(rec)
 
-    return Source(
-        "gnss", _ddl_type("tGnssFix"), capture, _chunk_times(capture, rng, (2000, 9000)), payloads
-    )
+    return Source("gnss", _ddl_type("tGnssFix"), capture, chunk, payloads)
 
 
-def _lidar_source(track: Track, start: int, rng, seconds: float, points: int) -> Source:
+def _lidar_source(
+    track: Track, start: int, rng, seconds: float, points: int, dropout_s: float | None = None
+) -> Source:
     """A 16-beam rotating lidar on the roof (the rig's `lidar_top`): rays cast in base_link
     against the ground and the corridor walls, written in the sensor frame with ring and
-    per-point time, so the calibrated layer must put them back on z = 0 and y = ±12 m."""
+    per-point time, so the calibrated layer must put them back on z = 0 and y = ±12 m.
+    `dropout_s` plants LIDAR_DROPOUT_S without scans (the frame counter jumps over them)."""
     capture = start + np.arange(int(seconds * 10)) * LIDAR_SCAN_NS
     clock = DeviceClock(rng, 1)
+    chunk = _chunk_times(capture, rng, (5000, 15000))
+    frame_no = np.arange(len(capture))
+    if dropout_s is not None:
+        sec = (capture - start) / 1e9
+        keep = (sec < dropout_s) | (sec >= dropout_s + LIDAR_DROPOUT_S)
+        capture, chunk, frame_no = capture[keep], chunk[keep], frame_no[keep]
     mount = load_rig(RIG).to_base("lidar_top")
     beams = np.radians(np.linspace(-15.0, 15.0, 16))
     steps = points // 16
@@ -362,10 +476,10 @@ def _lidar_source(track: Track, start: int, rng, seconds: float, points: int) ->
 
     def payloads(lo: int, hi: int) -> list[bytes]:
         out = []
-        frame_rng = np.random.default_rng([int(capture[lo]) & 0xFFFFFFFF, lo])
+        frame_rng = np.random.default_rng([int(capture[lo]) & 0xFFFFFFFF, int(frame_no[lo])])
         stamps = clock(capture[lo:hi], start)
         for k in range(hi - lo):
-            azim = np.repeat(az, 16) + (lo + k) * 0.01
+            azim = np.repeat(az, 16) + int(frame_no[lo + k]) * 0.01
             local = np.stack(
                 [np.cos(elev) * np.cos(azim), np.cos(elev) * np.sin(azim), np.sin(elev)], -1
             )
@@ -387,20 +501,18 @@ def _lidar_source(track: Track, start: int, rng, seconds: float, points: int) ->
             pts["ring"] = ring
             pts["time_offset_ns"] = offset
             head = np.zeros(1, dtype=LIDAR_HEAD)
-            head["stamp"], head["frame"], head["count"] = stamps[k], lo + k, len(pts)
+            head["stamp"], head["frame"], head["count"] = stamps[k], frame_no[lo + k], len(pts)
             out.append(head.tobytes() + pts.tobytes())
         return out
 
-    return Source(
-        "lidar_top",
-        _ddl_type("tLidarScan", "tLidarPoint"),
-        capture,
-        _chunk_times(capture, rng, (5000, 15000)),
-        payloads,
-    )
+    return Source("lidar_top", _ddl_type("tLidarScan", "tLidarPoint"), capture, chunk, payloads)
 
 
-def _camera_source(track: Track, start: int, rng, seconds: float, fps: int) -> Source:
+def _camera_source(
+    track: Track, start: int, rng, seconds: float, fps: int, black_s: float | None = None
+) -> Source:
+    """A 320x240 road scene as H.264; `black_s` plants BLACK_S of black frames (a covered or
+    failed imager: the stream goes on, the pictures are black)."""
     width, height = 320, 240
     count = int(seconds * fps)
     capture = start + (np.arange(count) * 1_000_000_000) // fps
@@ -435,6 +547,8 @@ def _camera_source(track: Track, start: int, rng, seconds: float, fps: int) -> S
             img[road[:, 0]] = 70
             img[lane & dash] = 235
             img[:, :, 1] += texture
+            if black_s is not None and black_s <= sec < black_s + BLACK_S:
+                img[:] = 0
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")
             frame.pts = i
             packets = codec.encode(frame)
@@ -460,7 +574,30 @@ def truth_track(minutes: float, seed: int) -> Track:
     """The trajectory `write_adtf_drive(minutes=minutes, seed=seed)` drove: base_link in the
     ENU frame at GNSS_ORIGIN (x east, y north, heading counter-clockwise from east), for tests
     that compare estimates with the truth."""
-    return Track.build(minutes * 60.0 + 1.0, np.random.default_rng(seed))
+    return Track.build(
+        minutes * 60.0 + 1.0, np.random.default_rng(seed), _event_starts(minutes, seed)
+    )
+
+
+def planted_events(minutes: float, seed: int) -> list[PlantedEvent]:
+    """The events `write_adtf_drive(minutes=minutes, seed=seed)` planted, in time order (none
+    below PLANT_MIN_MINUTES): the truth the scene rule tests compare with. The hard brake's
+    window is its deceleration, the sharp turn's the loop, the GNSS window spans the degraded
+    fixes and the outage."""
+    starts = _event_starts(minutes, seed)
+    if not starts:
+        return []
+    _, start = _start_ns(seed)
+    windows = dict(truth_track(minutes, seed).events)
+    g = starts["gnss_degraded"]
+    windows["gnss_degraded"] = (g - GNSS_DEGRADED_S, g + GNSS_OUTAGE_S)
+    windows["lidar_dropout"] = (starts["lidar_dropout"], starts["lidar_dropout"] + LIDAR_DROPOUT_S)
+    windows["camera_black"] = (starts["camera_black"], starts["camera_black"] + BLACK_S)
+    events = [
+        PlantedEvent(kind, start + round(a * 1e9), start + round(b * 1e9))
+        for kind, (a, b) in windows.items()
+    ]
+    return sorted(events, key=lambda e: e.start_ns)
 
 
 def write_adtf_drive(
@@ -476,19 +613,19 @@ def write_adtf_drive(
         raise ValueError("minutes must be > 0")
     rng = np.random.default_rng(seed)
     seconds = minutes * 60.0
-    start_dt = START + dt.timedelta(minutes=7 * (seed % 1000))
-    start = int(start_dt.timestamp()) * 1_000_000_000
-    track = Track.build(seconds + 1.0, rng)
+    start_dt, start = _start_ns(seed)
+    at = _event_starts(minutes, seed)
+    track = Track.build(seconds + 1.0, rng, at)
     sources = [
-        _camera_source(track, start, rng, seconds, fps),
+        _camera_source(track, start, rng, seconds, fps, at.get("camera_black")),
         _can_source(
             "can_powertrain", 0, (0x0C1, 0x0D0, 0x1A0, 0x1F5, 0x2B0), track, start, rng, seconds
         ),
         _can_source(
             "can_chassis", 1, (0x086, 0x0A3, 0x130, 0x17C, 0x3E9), track, start, rng, seconds
         ),
-        _lidar_source(track, start, rng, seconds, lidar_points),
-        _gnss_source(track, start, rng, seconds),
+        _lidar_source(track, start, rng, seconds, lidar_points, at.get("lidar_dropout")),
+        _gnss_source(track, start, rng, seconds, at.get("gnss_degraded")),
         _imu_source(track, start, rng, seconds),
     ]
     path = Path(out_dir) / f"recording_{start_dt:%Y%m%d_%H%M%S}.dat"

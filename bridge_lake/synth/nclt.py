@@ -15,6 +15,11 @@ utime of the first packet of their revolution; odometry rows are absolute poses 
 the identity. Lidar points come from ray casting a simple scene (ground plane 1.2 m below the
 sensor, building walls, poles); the robot's own mast hides ±0.5° around the scan seam behind
 it, which keeps revolution membership unambiguous for tests.
+
+Sessions of at least PLANT_MIN_MINUTES carry planted scene events at known times (a hard
+brake, a sharp turn, a lidar dropout, black frames of one camera) beside the indoor segment
+without GPS that every session has; the truth file lists them all under `events` (utime
+windows, kind = the scene tag that must find it) and the natural stops under `stops`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import datetime as dt
 import functools
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +75,25 @@ RETURN_FRACTION = 0.93
 """Share of firing slots of this scene that return an echo (measured on it); sets the density."""
 RIG = SHIPPED_RIGS / "nclt-segway.yaml"
 """The rig the sensors are mounted by (the same file the calibrated layer uses)."""
+
+PLANT_MIN_MINUTES = 1.5
+"""Sessions at least this long get the planted events (they need about 50 s around the
+indoor segment and the natural stops); shorter ones keep every sensor at its real rate."""
+EVENT_AT = {"hard_brake": 0.15, "sharp_turn": 0.30, "lidar_dropout": 0.80, "camera_black": 0.90}
+"""Start of each planted event as a fraction of the drive (±1 % from the seed); a natural stop
+that would fall on a planted motion event is left out."""
+PLANT_MOTION = ("hard_brake", "sharp_turn")
+INDOOR = (0.55, 0.68)
+"""The indoor segment without GPS, as fractions of the drive (a planted GNSS outage)."""
+BRAKE_DECEL, BRAKE_HOLD_S, REACCEL = 3.5, 1.5, 0.6
+"""Planted hard brake: to a standstill at 3.5 m/s² (a natural stop peaks near 2 m/s²), held
+1.5 s, then away at 0.6 m/s²."""
+LOOP_RADIUS, LOOP_SPEED, LOOP_DECEL = 2.0, 1.0, 0.5
+"""Planted sharp turn: a full loop of 2 m radius at 1 m/s (0.5 rad/s; the campus loop turns
+at most ~0.1 rad/s), slowed into and out of at 0.5 m/s²."""
+LIDAR_DROPOUT_S, BLACK_S = 3.0, 2.0
+STOP_HALF_S = 4.0
+"""A natural stop disturbs the speed for about ±4 s around its centre."""
 
 
 @functools.cache
@@ -121,6 +145,10 @@ class Trajectory:
     speed: np.ndarray
     indoor: tuple[int, int]
     """utime range without GPS reception."""
+    stops: tuple[int, ...] = ()
+    """utime of each natural stop's centre."""
+    events: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Planted motion events: kind → utime window."""
 
     def at(self, utime: np.ndarray) -> dict[str, np.ndarray]:
         return {
@@ -154,20 +182,44 @@ def write_nclt_drive(
     session = out_dir / date
     session.mkdir(parents=True, exist_ok=True)
     start = _start_utime(date, rng)
-    traj = _trajectory(start, minutes * 60.0, rng)
+    # planted events draw from a generator of their own: every other draw stays as it was
+    plant = np.random.default_rng([seed, 0x5CE7E5]) if minutes >= PLANT_MIN_MINUTES else None
+    traj = _trajectory(start, minutes * 60.0, rng, plant)
     scene = _Scene.make(traj, rng)
+    events = [{"kind": "gnss_degraded", "start_utime": traj.indoor[0], "end_utime": traj.indoor[1]}]
+    events += [{"kind": k, "start_utime": a, "end_utime": b} for k, (a, b) in traj.events.items()]
+    dropout = black = None
+    if plant is not None:
+        at = {
+            k: (EVENT_AT[k] + plant.uniform(-0.01, 0.01)) for k in ("lidar_dropout", "camera_black")
+        }
+        t0 = start + round(at["lidar_dropout"] * minutes * 60e6)
+        dropout = (t0, t0 + round(LIDAR_DROPOUT_S * 1e6))
+        t0 = start + round(at["camera_black"] * minutes * 60e6)
+        black = (int(plant.integers(0, C.LB3_CAMERAS)), t0, t0 + round(BLACK_S * 1e6))
+        events.append({"kind": "lidar_dropout", "start_utime": dropout[0], "end_utime": dropout[1]})
+        events.append(
+            {
+                "kind": "camera_black",
+                "start_utime": black[1],
+                "end_utime": black[2],
+                "camera": black[0],
+            }
+        )
     truth: dict[str, object] = {
         "date": date,
         "seed": seed,
         "start_utime": start,
         "files": {},
         "faults": {},
+        "events": sorted(events, key=lambda e: e["start_utime"]),
+        "stops": list(traj.stops),
     }
     w = _Writer(session, truth, faults)
     _write_csvs(w, traj, rng, date)
-    _write_velodyne(w, traj, scene, rng, hits_per_rev)
+    _write_velodyne(w, traj, scene, rng, hits_per_rev, dropout)
     _write_hokuyo(w, traj, scene, rng)
-    _write_images(w, traj, rng, image_size)
+    _write_images(w, traj, rng, image_size, black)
     conventions = {
         "accel": "specific force, body axes x fwd y right z down; about -9.81 m/s^2 on z at rest",
         "wheels": "positive heading rate = right turn: v_left = v + rate*track/2",
@@ -207,37 +259,99 @@ def _start_utime(date: str, rng: np.random.Generator) -> int:
     return int(day.timestamp() + seconds) * 1_000_000 + int(rng.integers(0, 1_000_000))
 
 
-def _trajectory(start: int, duration_s: float, rng: np.random.Generator) -> Trajectory:
-    """A superellipse loop (≈ 140 m x 90 m) driven with ramps, stops and gentle body motion."""
+def _trajectory(
+    start: int,
+    duration_s: float,
+    rng: np.random.Generator,
+    plant: np.random.Generator | None = None,
+) -> Trajectory:
+    """A superellipse loop (≈ 140 m x 90 m) driven with ramps, stops and gentle body motion;
+    with `plant`, a hard brake and a sharp turn (a full loop off the path) as well."""
     n = int(duration_s * BASE_HZ) + 1
     t = np.arange(n) / BASE_HZ
     vmax = 1.5 + 0.3 * rng.random()
     ramp = np.clip(t / 4.0, 0, 1) * np.clip((duration_s - t) / 4.0, 0, 1)
     stops = np.ones(n)
-    for centre in rng.uniform(0.1, 0.9, size=max(1, int(duration_s // 90))) * duration_s:
+    centres = rng.uniform(0.1, 0.9, size=max(1, int(duration_s // 90))) * duration_s
+    loop_len = 2 * np.pi * LOOP_RADIUS
+    loop_s = loop_len / LOOP_SPEED
+    at: dict[str, float] = {}
+    if plant is not None:
+        jitter = plant.uniform(-0.01, 0.01, 2)
+        at = {k: (EVENT_AT[k] + j) * duration_s for k, j in zip(PLANT_MOTION, jitter, strict=True)}
+        # a natural stop where a planted event needs the Segway cruising is left out
+        spans = [(at["hard_brake"] - 2.0, at["hard_brake"] + 7.0)]
+        spans.append((at["sharp_turn"] - 5.0, at["sharp_turn"] + loop_s + 5.0))
+        clear = [
+            all(c + STOP_HALF_S <= lo or c - STOP_HALF_S >= hi for lo, hi in spans) for c in centres
+        ]
+        centres = centres[np.asarray(clear, dtype=bool)]
+    for centre in centres:
         stops *= 1 - np.exp(-(((t - centre) / 3.0) ** 8))
     v = vmax * ramp * stops * (1 + 0.08 * np.sin(t / 7.0))
+    planted: dict[str, tuple[float, float]] = {}
+    if "hard_brake" in at:
+        tb = at["hard_brake"]
+        v0 = float(np.interp(tb, t, v))
+        t_stop = tb + v0 / BRAKE_DECEL
+        t_go = t_stop + BRAKE_HOLD_S
+        cap = np.where(t < tb, np.inf, np.maximum(v0 - BRAKE_DECEL * (t - tb), 0.0))
+        v = np.minimum(v, np.where(t > t_go, REACCEL * (t - t_go), cap))
+        planted["hard_brake"] = (tb, t_stop)
+    if "sharp_turn" in at:
+        tl = at["sharp_turn"]
+        v = np.minimum(
+            v, LOOP_SPEED + LOOP_DECEL * np.maximum.reduce([tl - t, t - tl - loop_s, np.zeros(n)])
+        )
     s = np.concatenate([[0.0], np.cumsum((v[1:] + v[:-1]) / 2) / BASE_HZ])
+    path = s
+    if "sharp_turn" in at:
+        s_in = float(np.interp(at["sharp_turn"], t, s))
+        path = s - np.clip(s - s_in, 0.0, loop_len)  # the campus path waits during the loop
     theta = np.linspace(0, 2 * np.pi, 4001)
     cx, cy = np.cos(theta), np.sin(theta)
     px = 70 * np.sign(cx) * np.abs(cx) ** 0.5 - 30.0
     py = 45 * np.sign(cy) * np.abs(cy) ** 0.5 + 20.0
     arc = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(px), np.diff(py)))])
     phase = rng.random() * arc[-1]
-    sl = (s + phase) % arc[-1]
+    sl = (path + phase) % arc[-1]
     x, y = np.interp(sl, arc, px), np.interp(sl, arc, py)
     dx, dy = (
         np.interp(sl + 0.5, arc, px) - np.interp(sl - 0.5, arc, px),
         np.interp(sl + 0.5, arc, py) - np.interp(sl - 0.5, arc, py),
     )
-    heading = np.unwrap(np.arctan2(dy, dx))
+    heading = np.arctan2(dy, dx)
+    if "sharp_turn" in at:
+        inside = np.flatnonzero((s > s_in) & (s < s_in + loop_len))
+        h, x0, y0 = heading[inside[0]], x[inside[0]], y[inside[0]]
+        phi = (s[inside] - s_in) / LOOP_RADIUS  # a right turn (NED): heading grows
+        x[inside] = x0 - LOOP_RADIUS * np.sin(h) + LOOP_RADIUS * np.sin(h + phi)
+        y[inside] = y0 + LOOP_RADIUS * np.cos(h) - LOOP_RADIUS * np.cos(h + phi)
+        heading[inside] = h + phi
+        planted["sharp_turn"] = (float(t[inside[0]]), float(t[inside[-1]]))
+    heading = np.unwrap(heading)
     accel = np.gradient(v, 1 / BASE_HZ)
     pitch = np.radians(1.0) * np.sin(t / 5.3) + 0.02 * accel
     roll = np.radians(0.8) * np.sin(t / 3.1 + 1.0)
     z = 0.3 * np.sin(2 * np.pi * sl / arc[-1])
     t_us = start + np.round(t * 1e6).astype(np.int64)
-    indoor = (start + int(0.55 * duration_s * 1e6), start + int(0.68 * duration_s * 1e6))
-    return Trajectory(t_us, x, y, z, roll, pitch, heading, v, indoor)
+    indoor = (
+        start + int(INDOOR[0] * duration_s * 1e6),
+        start + int(INDOOR[1] * duration_s * 1e6),
+    )
+    return Trajectory(
+        t_us,
+        x,
+        y,
+        z,
+        roll,
+        pitch,
+        heading,
+        v,
+        indoor,
+        tuple(start + round(c * 1e6) for c in centres),
+        {k: (start + round(a * 1e6), start + round(b * 1e6)) for k, (a, b) in planted.items()},
+    )
 
 
 def _grid(
@@ -578,9 +692,14 @@ def _within(t: np.ndarray, dz: np.ndarray, height: np.ndarray, top: np.ndarray) 
 
 
 def _sensor_rays(traj: Trajectory, utime: np.ndarray, mount: Transform, local_dirs: np.ndarray):
-    """World origins and directions of sensor-frame unit vectors at each utime (row-aligned)."""
-    p = traj.at(utime)
-    r_wb = rpy_to_matrix(p["roll"], p["pitch"], p["heading"])
+    """World origins and directions of sensor-frame unit vectors at each utime (row-aligned).
+
+    Rays of one scan share a utime: the body rotation is made once per distinct time (scipy's
+    from_euler costs ~1 µs per row, most of a drive's synthesis when done per ray)."""
+    times, inverse = np.unique(utime, return_inverse=True)
+    at = traj.at(times)
+    r_wb = rpy_to_matrix(at["roll"], at["pitch"], at["heading"])[inverse]
+    p = {k: v[inverse] for k, v in at.items()}
     origin = np.stack([p["x"], p["y"], p["z"]], -1) + r_wb @ mount.translation
     direction = np.einsum("nij,jk,nk->ni", r_wb, mount.matrix, local_dirs)
     height = p["z"] + AXLE_HEIGHT - origin[:, 2]
@@ -592,10 +711,17 @@ def _encode(metres: np.ndarray) -> np.ndarray:
 
 
 def _write_velodyne(
-    w: _Writer, traj: Trajectory, scene: _Scene, rng: np.random.Generator, hits_per_rev: int
+    w: _Writer,
+    traj: Trajectory,
+    scene: _Scene,
+    rng: np.random.Generator,
+    hits_per_rev: int,
+    dropout: tuple[int, int] | None = None,
 ) -> None:
     """velodyne_hits.bin packets (firing order, ray-cast scene) and velodyne_sync scans, written
-    one revolution pair at a time so memory stays bounded for long drives."""
+    one revolution pair at a time so memory stays bounded for long drives. No packet is
+    written in the `dropout` utime range (its hits are drawn all the same, so the random
+    stream of the rest stays as it was); revolutions it empties get no sync file."""
     t0 = int(traj.t_us[0])
     n_packets = int((traj.t_us[-1] - t0) * PACKETS_PER_REV / REV_US)
     keep_p = min(1.0, hits_per_rev / (BLOCKS_PER_REV * C.LASER_COUNT * RETURN_FRACTION))
@@ -609,6 +735,12 @@ def _write_velodyne(
         for p0 in range(0, n_packets, 2 * PACKETS_PER_REV):
             k = np.arange(p0, min(n_packets, p0 + 2 * PACKETS_PER_REV))
             hits, packet, rev = _fire(traj, scene, rng, k, keep_p, t0, ends=p0 == 0)
+            if dropout is not None:
+                at = t0 + (packet * REV_US) // PACKETS_PER_REV
+                sent = (at < dropout[0]) | (at >= dropout[1])
+                hits, packet, rev = hits[sent], packet[sent], rev[sent]
+                if len(hits) == 0:
+                    continue
             starts = np.concatenate([[0], np.flatnonzero(np.diff(packet)) + 1])
             counts = np.diff(np.append(starts, len(packet)))
             pk_utime = t0 + (packet[starts] * REV_US) // PACKETS_PER_REV
@@ -635,6 +767,11 @@ def _write_velodyne(
                     hits=len(scan),
                     rev=r,
                 )
+        for r in sorted(pending):  # a dropout at the very end leaves revolutions behind
+            scan = np.concatenate(pending.pop(r))
+            w.file(
+                f"velodyne_sync/{revs[r]['start_utime']}.bin", scan.tobytes(), hits=len(scan), rev=r
+            )
     all_offsets = np.concatenate(offsets)
     _velodyne_faults(w, path, all_offsets)
     w.paths.append(path)
@@ -779,9 +916,14 @@ def _write_hokuyo(w: _Writer, traj: Trajectory, scene: _Scene, rng: np.random.Ge
 
 
 def _write_images(
-    w: _Writer, traj: Trajectory, rng: np.random.Generator, size: tuple[int, int]
+    w: _Writer,
+    traj: Trajectory,
+    rng: np.random.Generator,
+    size: tuple[int, int],
+    black: tuple[int, int, int] | None = None,
 ) -> None:
-    """Six cameras per capture at ~5 Hz, one utime per capture; a gradient that moves with time."""
+    """Six cameras per capture at ~5 Hz, one utime per capture; a gradient that moves with time.
+    `black` = (camera, first utime, end utime): that camera's images in the range are black."""
     width, height = size
     t = _grid(traj, RATES_HZ["lb3"], rng, jitter=0.02)
     yy, xx = np.mgrid[0:height, 0:width]
@@ -791,6 +933,8 @@ def _write_images(
             img[..., 0] = (xx * 255 // max(1, width - 1) + 7 * i) % 256
             img[..., 1] = (yy * 255 // max(1, height - 1) + 40 * cam) % 256
             img[..., 2] = (xx + yy + i) % 256
+            if black is not None and cam == black[0] and black[1] <= utime < black[2]:
+                img[:] = 0
             w.file(
                 f"lb3/Cam{cam}/{utime}.tiff",
                 encode_baseline_tiff(img.tobytes(), width, height),

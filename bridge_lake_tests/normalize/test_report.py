@@ -81,7 +81,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert "imu&lt;0&gt;" in html and "<0>" not in html  # names are escaped
     assert "car-7" in html and "ring road" in html and "a, b" in html
     assert "2023-11-14 22:13:20.000Z" in html  # start (UTC) of T0
-    assert "short row</td><td class=\"num\">3" in html and "1,234" in html
+    assert 'short row</td><td class="num">3' in html and "1,234" in html
     assert "gaps (warning): " in html and "streams_with_gaps" in html  # why it failed
     page = tmp_path / "report.html"
     page.write_text(html, encoding="utf-8")

@@ -26,12 +26,16 @@ from bridge_lake.lake.schemas.normalized import (
     WHEEL_ODOMETRY,
 )
 from bridge_lake.lake.schemas.raw import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
+from bridge_lake.lake.schemas.scenes import SCENES
 
 TABLES: tuple[TableSpec, ...] = (
     RAW_MANIFEST,
     RAW_DRIVES,
     *NORMALIZED.values(),
     *CALIBRATED.values(),
+    *SCENES.values(),
+    SCENE_SETS,
 )
 
 __all__ = [

@@ -71,7 +71,9 @@ MAP_ORIGIN = TableSpec(
         Column("lat_deg", F64, "origin latitude [deg] (WGS-84)", nullable=False),
         Column("lon_deg", F64, "origin longitude [deg]", nullable=False),
         Column("alt_m", F64, "origin altitude [m]", nullable=False),
-        Column("origin_source", pa.string(), "rig ground_truth origin | first GNSS fix"),
+        Column(
+            "origin_source", pa.string(), "rig ground_truth origin | base_link at the first pose"
+        ),
         Column("estimator", pa.string(), "how calibrated/poses were made", nullable=False),
         Column("pose_count", pa.int64(), "rows in calibrated/poses", nullable=False),
         Column("dropped_poses", pa.int64(), "source poses dropped (invalid / NaN)", nullable=False),
