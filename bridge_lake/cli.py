@@ -294,7 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="synthesize drives and run the whole pipeline in-process")
     p.add_argument("--workdir", type=Path, default=Path("demo"))
     p.add_argument("--drives", type=int, default=2)
-    p.add_argument("--minutes", type=float, default=0.5)
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=1.5,
+        help="drive length (1.5 min: long enough for the planted scene events)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
     p.set_defaults(func=_cmd_demo)

@@ -53,7 +53,7 @@ def run_demo(
     workdir: Path,
     *,
     drives: int = 2,
-    minutes: float = 0.5,
+    minutes: float = 1.5,
     seed: int = 0,
     source: str = "all",
     out: TextIO,
