@@ -281,10 +281,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("synth", help="write realistic synthetic drive folders")
     p.add_argument("--out", type=Path, required=True, help="landing-zone folder to write into")
-    p.add_argument("--drives", type=int, default=1)
-    p.add_argument("--minutes", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
+    p.add_argument("--drives", type=int, default=1, help="how many drive folders")
+    p.add_argument("--minutes", type=float, default=1.0, help="length of each drive")
+    p.add_argument("--seed", type=int, default=0, help="random seed: same seed, same bytes")
+    p.add_argument(
+        "--source",
+        choices=("nclt", "adtf", "all"),
+        default="all",
+        help="NCLT sessions, ADTF recordings, or alternating (all)",
+    )
     p.add_argument("--light", action="store_true", help="thin lidar (demos, quick tests)")
     p.add_argument(
         "--force", action="store_true", help="replace drive folders that already hold files"
@@ -292,16 +297,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_synth)
 
     p = sub.add_parser("demo", help="synthesize drives and run the whole pipeline in-process")
-    p.add_argument("--workdir", type=Path, default=Path("demo"))
-    p.add_argument("--drives", type=int, default=2)
+    p.add_argument("--workdir", type=Path, default=Path("demo"), help="where landing/ and lake/ go")
+    p.add_argument("--drives", type=int, default=2, help="how many drives")
     p.add_argument(
         "--minutes",
         type=float,
         default=1.5,
         help="drive length (1.5 min: long enough for the planted scene events)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--source", choices=("nclt", "adtf", "all"), default="all")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the drives")
+    p.add_argument(
+        "--source",
+        choices=("nclt", "adtf", "all"),
+        default="all",
+        help="NCLT sessions, ADTF recordings, or alternating (all)",
+    )
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser(
@@ -317,14 +327,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("query", help="run DuckDB SQL over the lake's views (sql/views.sql)")
     p.add_argument("sql", help='e.g. "select * from sensor_rates"')
     p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
-    p.add_argument("--format", choices=QUERY_FORMATS, default="table")
+    p.add_argument(
+        "--format",
+        choices=QUERY_FORMATS,
+        default="table",
+        help="table (terminal), csv / json (binary as hex, nested as JSON), parquet (needs --out)",
+    )
     p.add_argument("--out", help="write the result to this file instead of stdout")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
     p.add_argument("--max-cols", type=int, default=12, help="columns shown by --format table")
@@ -341,7 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
     p.add_argument("--drive", required=True, help="drive id (a partition of the lake)")
-    p.add_argument("--format", choices=("mcap", "bag2", "bag1", "tum"), default="mcap")
+    p.add_argument(
+        "--format",
+        choices=("mcap", "bag2", "bag1", "tum"),
+        default="mcap",
+        help="mcap (Foxglove), bag2 (ros2 bag play), bag1 (rosbag play) or tum (trajectories)",
+    )
     p.add_argument(
         "--encoding",
         choices=("ros2", "ros1", "protobuf"),

@@ -217,3 +217,24 @@ def test_ingest_runs_lake_job_for_each_drive_folder(tmp_path, capsys, monkeypatc
     assert con_out == 0 and json.loads(capsys.readouterr().out) == [{"n": 2}]
     assert main(["ingest", str(tmp_path / "landing"), "--lake", str(lake), "--drive", "x"]) == 2
     assert "no drive folder x" in capsys.readouterr().err
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from bridge_lake.cli import build_parser
+
+    def parsers(p, path=()):
+        yield path, p
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from parsers(sub, (*path, name))
+
+    missing = [
+        (" ".join(path), a.dest)
+        for path, p in parsers(build_parser())
+        for a in p._actions
+        if not a.help and a.dest != "help"
+    ]
+    assert missing == []

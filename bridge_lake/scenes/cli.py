@@ -323,7 +323,7 @@ INJECT_HELP = (
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add `scenes` (list, export, validate) and `replay-check` to `bridge-lake`."""
     p = sub.add_parser("scenes", help="scene catalog and scene sets: list, export, validate")
-    scenes = p.add_subparsers(dest="scenes_command", required=True)
+    scenes = p.add_subparsers(dest="scenes_command", required=True, help="what to do")
 
     q = scenes.add_parser("list", help="the scene catalog as a table")
     q.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
@@ -354,7 +354,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=_cmd_export)
 
     q = scenes.add_parser("validate", help="check a folder of scenes against its manifests")
-    q.add_argument("folder", type=Path)
+    q.add_argument("folder", type=Path, help="a folder of scene MCAPs with their manifests")
     q.add_argument("--replay", action="store_true", help="also run replay-check on each file")
     q.add_argument("--against", help="with --replay: compare with this lake's rows")
     q.add_argument("--json", action="store_true", help="machine-readable output")
