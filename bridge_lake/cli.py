@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, help="the command")
 
     p = sub.add_parser("synth", help="write realistic synthetic drive folders")
     p.add_argument("--out", type=Path, required=True, help="landing-zone folder to write into")
