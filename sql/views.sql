@@ -16,23 +16,23 @@ SELECT * FROM read_parquet(getvariable('lake') || '/raw/drives/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_imu AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/imu/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/imu/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_heading AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/heading/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/heading/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_gnss AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/gnss/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/gnss/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_can_frames AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/can_frames/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/can_frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_lidar_scans AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/lidar_scans/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/lidar_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_lidar_points AS
@@ -40,23 +40,23 @@ SELECT * FROM read_parquet(getvariable('lake') || '/normalized/lidar_points/*/*.
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_camera_frames AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/camera_frames/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/camera_frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_wheel_odometry AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/wheel_odometry/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/wheel_odometry/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_odometry AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/odometry/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/odometry/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_ground_truth AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/ground_truth/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/ground_truth/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_laser_scans AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_streams AS
@@ -72,7 +72,7 @@ SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/tf_static/*/*.par
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_poses AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/poses/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/calibrated/poses/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_map_origin AS
@@ -84,11 +84,11 @@ SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/lidar_points/*/*.
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_frames AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW scenes_camera_stats AS
-SELECT * FROM read_parquet(getvariable('lake') || '/scenes/camera_stats/*/*.parquet',
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/scenes/camera_stats/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW scenes_catalog AS

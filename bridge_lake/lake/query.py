@@ -14,7 +14,7 @@ import pyarrow as pa
 from bridge_lake.lake.paths import LAYERS, validate_drive_id
 from bridge_lake.lake.schemas import TABLES
 from bridge_lake.lake.storage import Lake
-from bridge_lake.lake.views import SUMMARIES, table_view_sql, view_name
+from bridge_lake.lake.views import SUMMARIES, select_list, table_view_sql, view_name
 
 
 def scan(
@@ -82,6 +82,7 @@ def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
             empty = spec.schema.empty_table().append_column("drive", pa.array([], pa.string()))
             con.register(f"_empty_{view_name(spec.layer, spec.name)}", empty)
             name = view_name(spec.layer, spec.name)  # schema constants, not input
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _empty_{name}")  # noqa: S608
+            sql = f"CREATE OR REPLACE VIEW {name} AS SELECT {select_list(spec)} FROM _empty_{name}"  # noqa: S608
+            con.execute(sql)
     con.execute(SUMMARIES)
     return con

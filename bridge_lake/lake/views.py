@@ -54,10 +54,22 @@ def view_name(layer: str, table: str) -> str:
     return f"{layer}_{table}"
 
 
+TIME_COLUMN = "time_utc"
+"""Added to every view whose table has `time_ns`: the same instant as a UTC TIMESTAMP_NS,
+for people and tools that read times rather than int64 nanoseconds."""
+
+
+def select_list(spec: TableSpec) -> str:
+    """`*`, plus the readable UTC time where the table has a master time."""
+    if any(c.name == "time_ns" for c in spec.columns):
+        return f"*, make_timestamp_ns(time_ns) AS {TIME_COLUMN}"
+    return "*"
+
+
 def table_view_sql(spec: TableSpec) -> str:
     return (
         f"CREATE OR REPLACE VIEW {view_name(spec.layer, spec.name)} AS\n"
-        f"SELECT * FROM read_parquet(getvariable('lake') || "
+        f"SELECT {select_list(spec)} FROM read_parquet(getvariable('lake') || "
         f"'/{spec.layer}/{spec.name}/*/*.parquet',\n"
         f"                           hive_partitioning = true, "
         f"hive_types = {{'drive': VARCHAR}});\n"

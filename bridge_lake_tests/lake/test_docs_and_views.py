@@ -58,9 +58,22 @@ def test_connect_gives_empty_views_for_tables_without_data(tmp_path):
     con = connect(lake)
     assert con.sql("select count(*) from normalized_imu").fetchall() == [(0,)]
     cols = [c[0] for c in con.sql("describe normalized_gnss").fetchall()]
-    assert cols == [*GNSS.schema.names, "drive"]
+    assert cols == [*GNSS.schema.names, "drive", "time_utc"]  # as the views over data have
     assert con.sql("select count(*) from raw_manifest").fetchall() == [(5,)]
     assert con.sql("select * from sensor_rates").fetchall() == []
+
+
+def test_views_carry_the_master_time_as_utc_timestamps(tmp_path):
+    from bridge_lake.normalize.sink import conform
+
+    lake = Lake(str(tmp_path))
+    _raw_lake(lake)
+    rows = pa.table({"time_ns": [1_700_000_000_123_456_789], "frame_id": ["gps"]})
+    lake.write_partition("normalized", "gnss", "b", conform(rows, GNSS.schema, stream="gps"))
+    got = connect(lake).sql(
+        "select strftime(time_utc, '%Y-%m-%d %H:%M:%S.%n') from normalized_gnss"
+    )
+    assert got.fetchall() == [("2023-11-14 22:13:20.123456789",)]
 
 
 def test_scan_prunes_by_drive_and_agrees_with_duckdb(tmp_path):
