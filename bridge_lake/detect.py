@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from bridge_lake.drive_meta import DRIVE_YAML
 from bridge_lake.formats.adtf.ifhd import MAGIC as IFHD_MAGIC
 from bridge_lake.formats.adtf.info import GENERATIONS as ADTF_VERSIONS
+from bridge_lake.formats.nclt.archives import archive_kind
 from bridge_lake.formats.nclt.kinds import nclt_kind
 
 HEAD_BYTES = 80
@@ -44,6 +45,9 @@ def detect(rel_path: str, head: bytes) -> Detected:
     kind = nclt_kind(rel_path)
     if kind is not None:
         return Detected("nclt", kind=kind)
+    archive = archive_kind(name)
+    if archive is not None:
+        return Detected("nclt", kind=f"archive:{archive}")
     if name.endswith((".dat", ".adtfdat")):
         return Detected("unknown", problem="named like an ADTF recording but has no IFHD magic")
     return Detected("unknown")

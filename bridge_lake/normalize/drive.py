@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.formats.nclt.archives import member_of
 from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
 from bridge_lake.memory import release_large_frees
@@ -53,8 +54,12 @@ def normalize_drive(
 
 
 def covered(recording: str, source_files: set[str]) -> bool:
-    """A recording file is covered by a stream whose source_file is the file itself or a
-    folder prefix ending in `/` (NCLT scan and image folders hold thousands of files)."""
+    """A recording file is covered by a stream whose source_file is the file itself, a
+    folder prefix ending in `/` (NCLT scan and image folders hold thousands of files), or a
+    member of it when it is an archive (`<archive>!/<member>`)."""
     if recording in source_files:
         return True
-    return any(s.endswith("/") and recording.startswith(s) for s in source_files)
+    return any(
+        (s.endswith("/") and recording.startswith(s)) or member_of(s, recording)
+        for s in source_files
+    )

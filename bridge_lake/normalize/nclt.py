@@ -54,6 +54,7 @@ import polars as pl
 
 from bridge_lake import clock
 from bridge_lake.formats.nclt import NcltSession, load_table, locate_session
+from bridge_lake.formats.nclt.archives import unpacked
 from bridge_lake.formats.nclt.csv_tables import COV, CsvTable
 from bridge_lake.normalize.nclt_sensors import (
     LidarCounts,
@@ -105,8 +106,10 @@ class NcltReport:
 
 
 def normalize_nclt(drive_dir: Path, sink: DriveSink) -> None:
-    """Normalize every NCLT file found under `drive_dir` into `sink` (the NORMALIZERS entry)."""
-    normalize_nclt_session(drive_dir, sink)
+    """Normalize every NCLT file found under `drive_dir` into `sink` (the NORMALIZERS entry);
+    a session packed as the dataset ships it (`<date>_*.tar.gz`) is streamed out first."""
+    with unpacked(drive_dir) as root:
+        normalize_nclt_session(root, sink)
 
 
 def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
