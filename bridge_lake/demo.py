@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,13 +92,21 @@ def run_demo(
         "BRIDGE_LAKE_LANDING": str(landing_root),
     }
     print("\nOpen the same instance in the UI (http://127.0.0.1:3000):", file=out)
-    print(
-        "  "
-        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        + " dagster dev -w workspace.yaml",
-        file=out,
-    )
+    print("  " + ui_command(env), file=out)
     return outcomes
+
+
+def ui_command(env: dict[str, str]) -> str:
+    """A `dagster dev` command that works from any folder: the venv's own dagster and the
+    repository's workspace.yaml by absolute path (`make dev` in the repository does the same)."""
+    dagster = Path(sys.executable).with_name("dagster")
+    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
+    target = (
+        f"-w {shlex.quote(str(workspace))}" if workspace.is_file() else "-m bridge_lake.definitions"
+    )
+    exe = shlex.quote(str(dagster)) if dagster.is_file() else "dagster"
+    settings_ = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return f"{settings_} {exe} dev {target} -h 127.0.0.1 -p 3000"
 
 
 def materialize_drives(

@@ -65,7 +65,7 @@ def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch
     assert " 0 failed" in out
     for asset in ("normalized_lidar_points", "calibrated_poses", "calibrated_frames", "exports"):
         assert asset in out
-    assert "dagster dev -w workspace.yaml" in out
+    assert " dev -w " in out and "workspace.yaml -h 127.0.0.1 -p 3000" in out
     for table in ("raw/manifest", "normalized/imu", "normalized/streams", "calibrated/poses"):
         df = pl.read_parquet(str(tmp_path / "lake" / table) + "/", hive_schema={"drive": pl.String})
         assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}, table

@@ -12,7 +12,7 @@ import dagster as dg
 from bridge_lake.calibrate.drive import CalibrateResult, calibrate_drive
 from bridge_lake.calibrate.quality import CHECKS, findings
 from bridge_lake.calibrate.report import render_calibrated_report
-from bridge_lake.defs.checks import check_result, check_spec, column_schema
+from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
@@ -56,6 +56,7 @@ def _metadata(store, result: CalibrateResult, table: str, report: str) -> dict:
         "dagster/column_schema": column_schema(spec),
         "path": dg.MetadataValue.path(store.url(files[0])),
         "report": dg.MetadataValue.path(report),
+        "report_link": report_link(report),
     }
     if table == "poses" and result.track is not None:
         lat, lon, alt = result.track.origin

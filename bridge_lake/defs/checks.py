@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import dagster as dg
 
@@ -53,3 +54,12 @@ def column_schema(spec: TableSpec) -> dg.TableSchema:
             for c in spec.columns
         ]
     )
+
+
+def report_link(url: str) -> dg.MetadataValue:
+    """A report in the lake as a link the UI can open: a file:// URL for a local lake (the
+    browser on the machine running `dagster dev` opens it), the object URL otherwise (open it
+    with your store's console or `aws s3 cp`)."""
+    if "://" not in url:
+        return dg.MetadataValue.url(Path(url).resolve().as_uri())
+    return dg.MetadataValue.url(url)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge_lake.defs.checks import check_result, check_spec, column_schema
+from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
@@ -184,6 +184,7 @@ def normalized(
                 "parts": len(files),
                 "streams": dg.MetadataValue.json(streams),
                 "report": dg.MetadataValue.path(report),
+                "report_link": report_link(report),
                 **(
                     {"summary": dg.MetadataValue.md(streams_markdown(result))}
                     if name == STREAMS.name

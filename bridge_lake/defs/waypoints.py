@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
-from bridge_lake.defs.checks import check_result, check_spec
+from bridge_lake.defs.checks import check_result, check_spec, report_link
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.lake import Lake
@@ -121,6 +121,7 @@ def _no_route(
             "dagster/row_count": 0,
             "no_route": reason,
             "report": dg.MetadataValue.path(report),
+            "report_link": report_link(report),
         }
     )
     for name in CHECKS:

@@ -1,5 +1,7 @@
 """The normalized multi-asset end to end on synthetic drives of both sources."""
 
+from pathlib import Path
+
 import dagster as dg
 import pytest
 
@@ -51,6 +53,8 @@ def test_both_sources_normalize_with_passing_checks(landing, tmp_path):
         assert {f"normalized_{t}" for t in NORMALIZED} <= set(mats)
         report = mats["normalized_streams"].materialization.metadata["report"].value
         assert "<svg" in open(report, encoding="utf-8").read()
+        link = mats["normalized_streams"].materialization.metadata["report_link"].value
+        assert link == Path(report).resolve().as_uri()
     con = connect(str(lake_root))
     for table in ("imu", "gnss", "lidar_scans", "lidar_points", "camera_frames"):
         duck = dict(
