@@ -5,6 +5,11 @@
 | BRIDGE_LAKE_ROOT | ./demo/lake | lake root: a local path or s3://bucket/prefix |
 | BRIDGE_LAKE_LANDING | ./demo/landing | landing zone: a local path or s3://bucket/prefix |
 | BRIDGE_LAKE_S3_ENDPOINT | (unset) | S3 endpoint URL for non-AWS stores (MinIO, moto, Ceph) |
+| BRIDGE_LAKE_ADTF_MAPPING | (unset) | user ADTF stream mapping YAML (local path; see below) |
+
+The ADTF mapping layers match in the order: the drive's own file (drive.yaml `mapping`), the
+user file (this variable, or the landing resource's `adtf_mapping` in Dagster), the shipped
+default (`bridge_lake.normalize.adtf_mapping`).
 
 Credentials for S3 come from the usual AWS variables or profiles, read by s3fs itself.
 """
@@ -24,6 +29,11 @@ def lake_root() -> str:
 
 def landing_root() -> str:
     return os.environ.get("BRIDGE_LAKE_LANDING", DEFAULT_LANDING)
+
+
+def adtf_mapping() -> str | None:
+    """The user ADTF mapping file (`bridge_lake.normalize.adtf_mapping`), or None."""
+    return os.environ.get("BRIDGE_LAKE_ADTF_MAPPING") or None
 
 
 def storage_options(url: str) -> dict[str, Any]:

@@ -43,7 +43,8 @@ from bridge_lake.formats.adtf import Sample, Stream, open_dat, sniff
 from bridge_lake.formats.adtf.ddl import DDL, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
-from bridge_lake.normalize.adtf_mapping import FieldMap, Mapping, Rule, load_mapping
+from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize.adtf_mapping import FieldMap, Mapping, Rule, resolve_mapping
 from bridge_lake.normalize.sink import DriveSink, StreamInfo
 
 RECORDING_SUFFIXES = (".dat", ".adtfdat")
@@ -59,15 +60,25 @@ quarantine table: all their records go there, and their `source_type` starts wit
 SOURCE_PREFIX = "adtf"
 
 
-def normalize_adtf(drive_dir: Path, sink: DriveSink, mapping: Mapping | None = None) -> None:
+def normalize_adtf(
+    drive_dir: Path,
+    sink: DriveSink,
+    mapping: Mapping | None = None,
+    *,
+    user_mapping: str | Path | None = None,
+    files: list[Path] | None = None,
+) -> None:
     """Normalize every ADTF recording under `drive_dir` into `sink` (the NORMALIZERS entry).
 
-    `mapping` defaults to the packaged `adtf_mapping.yaml`.
+    `mapping` is used as given; by default the layered mapping of `resolve_mapping`: the
+    drive's own file (drive.yaml `mapping`), the user's (`user_mapping`, else
+    `$BRIDGE_LAKE_ADTF_MAPPING`), the packaged `adtf_mapping.yaml`. `files` limits the run to
+    these recordings (inside `drive_dir`).
     """
-    mapping = load_mapping() if mapping is None else mapping
     root = Path(drive_dir)
+    mapping = resolve_mapping(root, user=user_mapping) if mapping is None else mapping
     used: set[str] = set()
-    for path in find_recordings(root):
+    for path in find_recordings(root) if files is None else [Path(p) for p in files]:
         with _gc_paused():
             _normalize_file(path, path.relative_to(root).as_posix(), sink, mapping, used)
 
@@ -500,14 +511,27 @@ class _StructJob(_Job):
         keep = np.flatnonzero(~bad)
         return idx[keep], table.take(pa.array(keep))
 
+    def drop_unfit(self, batch: _Batch, idx: np.ndarray, table: pa.Table, reasons: np.ndarray):
+        """Rows with a `reasons` entry (a mapped value its integer column cannot hold) go to
+        quarantine with that reason; the drive goes on."""
+        bad = reasons != None  # noqa: E711
+        if not bad.any():
+            return idx, table
+        where = np.flatnonzero(bad)
+        self.quarantine(batch, idx[where], reasons[where].tolist())
+        keep = np.flatnonzero(~bad)
+        return idx[keep], table.take(pa.array(keep))
+
     def process(self, batch: _Batch) -> None:
         idx, table = self.decode(batch)
         if table is None:
             return
         idx, table = self.drop_bad_time(batch, idx, table)
+        schema = NORMALIZED[self.table].schema
+        idx, table = self.drop_unfit(batch, idx, table, _unfit(table, self.rule.fields, schema))
         cols = self.base_columns(batch, idx, table)
         for fm in self.rule.fields:
-            cols[fm.column] = _mapped(table, fm)
+            cols[fm.column] = _mapped(table, fm, schema.field(fm.column).type)
         self.sink.write(self.name, self.table, pa.table(cols))
 
 
@@ -520,12 +544,82 @@ def _column(table: pa.Table, path: str) -> pa.Array:
     return arr
 
 
-def _mapped(table: pa.Table, fm: FieldMap) -> pa.Array:
+def _mapped(table: pa.Table, fm: FieldMap, target: pa.DataType | None = None) -> pa.Array:
+    """`element * scale + offset` as the column `fm.column` of type `target`. Integers go to
+    float columns through numpy (Arrow's safe cast refuses integers beyond 2^53); for an
+    integer column, rows `_unfit` names must have been dropped first (they come out as 0)."""
     arr = _column(table, fm.element)
-    if fm.identity:
+    if target is not None and pa.types.is_integer(target):
+        values, valid, _ = _fit_integer(arr, fm, target)
+        return pa.array(values, type=target, mask=None if valid.all() else ~valid)
+    if fm.identity and not pa.types.is_integer(arr.type):
         return arr
     values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-    return pa.array(values * fm.scale + fm.offset)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(values * fm.scale + fm.offset, mask=None if valid.all() else ~valid)
+
+
+def _unfit(table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema) -> np.ndarray:
+    """Per row, why a mapped value does not fit its integer column (overflow, not finite, a
+    fraction after scaling), or None: the first problem of the row, in field order."""
+    reasons = np.full(table.num_rows, None, dtype=object)
+    for fm in fields:
+        target = schema.field(fm.column).type
+        if not pa.types.is_integer(target):
+            continue
+        _, _, why = _fit_integer(_column(table, fm.element), fm, target)
+        free = reasons == None  # noqa: E711
+        reasons[free] = why[free]
+    return reasons
+
+
+def _fit_integer(
+    arr: pa.Array, fm: FieldMap, target: pa.DataType
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values as `target`'s numpy type with unfit rows 0, validity, per-row reason or None).
+
+    Integers mapped as they are are compared exactly; anything scaled (or a float element)
+    is rounded to the nearest integer when it lies within a few ulps of it (0.1 * 30 is
+    3.0000000000000004), else it is a fraction."""
+    dtype = np.dtype(target.to_pandas_dtype())
+    info = np.iinfo(dtype)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    filled = arr.fill_null(0) if arr.null_count else arr
+    raw = np.asarray(filled.to_numpy(zero_copy_only=False))
+    if raw.dtype == np.bool_:
+        raw = raw.astype(np.int8)
+    scale = (f" * {fm.scale:g}" if fm.scale != 1 else "") + (
+        f" + {fm.offset:g}" if fm.offset else ""
+    )
+    where = f"column {fm.column} ({target}): value"
+    src = f"(element {fm.element}{scale})"
+    reasons = np.full(len(raw), None, dtype=object)
+    if fm.identity and raw.dtype.kind in "iu":
+        if raw.dtype.kind == "u":
+            over = raw.astype(np.uint64) > np.uint64(info.max)
+            under = np.zeros(len(raw), dtype=bool)
+        else:
+            wide = raw.astype(np.int64)
+            over = wide > min(info.max, np.iinfo(np.int64).max)
+            under = wide < info.min
+        bad = (over | under) & valid
+        reasons[bad] = [f"{where} {v} overflows {src}" for v in raw[bad].tolist()]
+        return np.where(bad, 0, raw).astype(dtype), valid, reasons
+    scaled = raw.astype(np.float64) * fm.scale + fm.offset
+    rounded = np.rint(scaled)
+    finite = np.isfinite(scaled)
+    bits = dtype.itemsize * 8
+    lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if info.min < 0 else (0.0, 2.0**bits)
+    with np.errstate(invalid="ignore"):
+        fraction = finite & (np.abs(scaled - rounded) > 64 * np.spacing(np.abs(scaled)))
+        over = finite & ~fraction & ((rounded < lo) | (rounded >= hi))
+    for mask, problem in ((~finite, "is not finite"), (fraction, "is not an integer")):
+        mask &= valid
+        reasons[mask] = [f"{where} {v!r} {problem} {src}" for v in scaled[mask].tolist()]
+    over &= valid
+    reasons[over] = [f"{where} {v!r} overflows {src}" for v in scaled[over].tolist()]
+    bad = reasons != None  # noqa: E711
+    return np.where(bad | ~valid, 0, rounded).astype(dtype), valid, reasons
 
 
 class _CanJob(_StructJob):
@@ -665,6 +759,7 @@ class _LidarJob(_StructJob):
         if table is None:
             return
         idx, table = self.drop_bad_time(batch, idx, table)
+        idx, table = self.drop_unfit(batch, idx, table, self.unfit_points(table))
         cols = self.base_columns(batch, idx, table)
         scan_id = self.sink.scan_ids(len(idx))
         if self.rule.sensor_scan_id:
@@ -683,9 +778,34 @@ class _LidarJob(_StructJob):
         self.sink.read(self.name, "lidar_points", n)
         pcols: dict = {"scan_id": np.repeat(scan_id, counts)}
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
+        schema = NORMALIZED["lidar_points"].schema
         for fm in self.rule.point_fields:
-            pcols[fm.column] = _mapped(flat_table, fm)
+            pcols[fm.column] = _mapped(flat_table, fm, schema.field(fm.column).type)
         self.sink.write(self.name, "lidar_points", pa.table(pcols))
+
+    def unfit_points(self, table: pa.Table) -> np.ndarray:
+        """Per scan, its first point whose mapped value its integer column cannot hold (the
+        scan's whole record goes to quarantine: a point is not a record), or None."""
+        reasons = np.full(table.num_rows, None, dtype=object)
+        schema = NORMALIZED["lidar_points"].schema
+        fields = self.rule.point_fields
+        if not any(pa.types.is_integer(schema.field(f.column).type) for f in fields):
+            return reasons
+        points = _column(table, self.rule.points_element)
+        flat = points.flatten()
+        flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
+        per_point = _unfit(flat_table, fields, schema)
+        bad = np.flatnonzero(per_point != None)  # noqa: E711
+        if len(bad):
+            counts = np.diff(np.asarray(points.offsets)).astype(np.int64)
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            owner = np.repeat(np.arange(table.num_rows), counts)[bad]
+            scans, first = np.unique(owner, return_index=True)
+            reasons[scans] = [
+                f"point {int(bad[i] - starts[s])}: {per_point[bad[i]]}"
+                for s, i in zip(scans.tolist(), first.tolist(), strict=True)
+            ]
+        return reasons
 
 
 NAL_IDR = 5

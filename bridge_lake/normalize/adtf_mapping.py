@@ -1,4 +1,4 @@
-"""The ADTF stream → normalized table mapping: a YAML file of rules, loaded and validated.
+"""The ADTF stream → normalized table mapping: YAML files of rules, loaded, validated, layered.
 
 ADTF recordings name their streams freely and describe payloads with DDL structs of their own
 design, so which table a stream feeds cannot be code: it is data (`adtf_mapping.yaml` beside
@@ -7,6 +7,21 @@ glob, DDL struct glob, stream-type properties; every given criterion must hold, 
 matching rule wins) and *how* their samples become rows (a decoder, the table, a field
 mapping DDL element → column with a scale factor, the device-time element with its unit, the
 default topic and nominal rate).
+
+Mappings are the user's. Up to three files are layered, and a stream takes the first rule
+that matches in this order (`Mapping.layered`, built by `resolve_mapping`):
+
+1. `drive`: the drive's own file, `mapping: FILE` in its `drive.yaml`, relative to the drive
+   folder (absolute paths, `..` and symlinks leading outside the folder are refused with a
+   `DriveMappingError` naming the drive and the key);
+2. `user`: a file named by the `adtf_mapping` field of the landing resource (Dagster) or by
+   `$BRIDGE_LAKE_ADTF_MAPPING`, or `--mapping` of `bridge-lake info` / `mapping check`;
+3. `default`: the shipped `adtf_mapping.yaml`.
+
+`Mapping.lookup` says which layer and file the chosen rule came from. A stream that no layer
+maps is not lost: it lands in the generic table of its DDL struct (or, without a DDL, as raw
+payload rows); `bridge-lake mapping suggest FILE.dat` writes a starting mapping for a
+recording and `bridge-lake mapping check FILE.dat` shows where each stream would land.
 
 Loading validates everything that can be checked without a recording (keys, tables, columns,
 decoders, units) and raises `AdtfMappingError` naming the file and the rule, because a typo in
@@ -18,6 +33,8 @@ samples with the reason spelled out (see `bridge_lake.normalize.adtf`).
 from __future__ import annotations
 
 import fnmatch
+import posixpath
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,11 +42,18 @@ from typing import Any
 
 import yaml
 
-from bridge_lake.errors import BridgeLakeError
+from bridge_lake import settings
+from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
+from bridge_lake.errors import BridgeLakeError, DriveMetadataError
 from bridge_lake.lake.schemas import NORMALIZED, SENSOR_TABLES
 
 DEFAULT_MAPPING = "adtf_mapping.yaml"
 """Package data file of `bridge_lake.normalize` holding the default rules."""
+LAYERS = ("drive", "user", "default")
+"""Mapping layers in match order: the first rule that matches, in this order, wins."""
+DRIVE_KEY = "mapping"
+"""drive.yaml key naming the drive's own ADTF mapping file (relative to the drive folder)."""
+MAX_MAPPING_BYTES = 1 << 20
 
 TIME_UNITS_NS: dict[str, int] = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 """Device time units a rule may give, as integer ns factors (no float seconds anywhere)."""
@@ -88,6 +112,16 @@ class AdtfMappingError(BridgeLakeError):
         super().__init__(f"{where}: {message}")
         self.path = path
         self.rule = rule
+        self.reason = message
+
+
+class DriveMappingError(DriveMetadataError):
+    """drive.yaml's `mapping` key names no usable file inside the drive folder."""
+
+    def __init__(self, message: str, *, drive: str, key: str = DRIVE_KEY) -> None:
+        super().__init__(f"drive {drive}: {DRIVE_YAML} key {key!r}: {message}")
+        self.drive = drive
+        self.key = key
         self.reason = message
 
 
@@ -164,9 +198,86 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where rules come from: the layer (drive, user, default) and the file."""
+
+    layer: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.layer}: {self.path}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The rule a stream takes and where that rule was written."""
+
+    rule: Rule
+    origin: Origin
+
+    @property
+    def layer(self) -> str:
+        return self.origin.layer
+
+    @property
+    def path(self) -> str:
+        return self.origin.path
+
+    def describe(self) -> str:
+        """e.g. `rule imu_timudata (default: .../adtf_mapping.yaml)`."""
+        return f"rule {self.rule.name} ({self.origin})"
+
+
+@dataclass(frozen=True)
 class Mapping:
+    """Rules in match order. One file's rules (`layer` says which layer the file is), or
+    several files' rules layered (`Mapping.layered`), each rule knowing its origin."""
+
     rules: tuple[Rule, ...]
     path: str
+    layer: str = "user"
+    origins: tuple[Origin, ...] = ()
+    """Per rule, where it was written; empty: every rule comes from (layer, path)."""
+    sources: tuple[Origin, ...] = ()
+    """The files layered, in match order (empty: this one file)."""
+
+    @classmethod
+    def layered(cls, *mappings: Mapping | None) -> Mapping:
+        """One mapping matching the rules of `mappings` in the order given (None skipped):
+        the first rule that matches in the first mapping that has one wins. Rule names only
+        need to be unique within their file."""
+        given = [m for m in mappings if m is not None]
+        rules: list[Rule] = []
+        origins: list[Origin] = []
+        sources: list[Origin] = []
+        for m in given:
+            rules += m.rules
+            origins += m.rule_origins
+            sources += m.layers
+        path = " > ".join(o.path for o in sources) or "<no mapping>"
+        return cls(tuple(rules), path, "layered", tuple(origins), tuple(sources))
+
+    @property
+    def rule_origins(self) -> tuple[Origin, ...]:
+        return self.origins or (Origin(self.layer, self.path),) * len(self.rules)
+
+    @property
+    def layers(self) -> tuple[Origin, ...]:
+        """The files whose rules this mapping holds, in match order."""
+        return self.sources or (Origin(self.layer, self.path),)
+
+    def lookup(
+        self,
+        stream: str,
+        meta_type: str | None,
+        struct: str | None,
+        properties: dict[str, str],
+    ) -> Placement | None:
+        """The first rule whose match criteria all hold and where it came from, or None."""
+        for rule, origin in zip(self.rules, self.rule_origins, strict=True):
+            if rule.match.matches(stream, meta_type, struct, properties):
+                return Placement(rule, origin)
+        return None
 
     def rule_for(
         self,
@@ -176,9 +287,14 @@ class Mapping:
         properties: dict[str, str],
     ) -> Rule | None:
         """The first rule whose match criteria all hold, or None (the stream is unmapped)."""
-        for rule in self.rules:
-            if rule.match.matches(stream, meta_type, struct, properties):
-                return rule
+        found = self.lookup(stream, meta_type, struct, properties)
+        return found.rule if found is not None else None
+
+    def origin_of(self, rule: Rule) -> Origin | None:
+        """Where `rule` (an object this mapping returned) was written."""
+        for r, origin in zip(self.rules, self.rule_origins, strict=True):
+            if r is rule:
+                return origin
         return None
 
 
@@ -186,17 +302,82 @@ def default_mapping_path() -> Path:
     return Path(str(resources.files("bridge_lake.normalize").joinpath(DEFAULT_MAPPING)))
 
 
-def load_mapping(path: str | Path | None = None) -> Mapping:
-    """Load and validate a mapping file (the packaged default when `path` is None)."""
+def load_mapping(path: str | Path | None = None, *, layer: str | None = None) -> Mapping:
+    """Load and validate a mapping file (the packaged default when `path` is None); `layer`
+    defaults to `default` for the packaged file and `user` for any other."""
     p = Path(path) if path is not None else default_mapping_path()
+    layer = layer or ("default" if path is None else "user")
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as f:
+            data = f.read(MAX_MAPPING_BYTES + 1)
     except OSError as exc:
         raise AdtfMappingError(f"cannot read: {exc.strerror or exc}", path=str(p)) from None
-    return parse_mapping(text, path=str(p))
+    if len(data) > MAX_MAPPING_BYTES:
+        raise AdtfMappingError(f"larger than {MAX_MAPPING_BYTES} bytes", path=str(p))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdtfMappingError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from None
+    return parse_mapping(text, path=str(p), layer=layer)
 
 
-def parse_mapping(text: str, *, path: str = "<mapping>") -> Mapping:
+def drive_mapping_file(drive_dir: str | Path, drive: str | None = None) -> Path | None:
+    """The file drive.yaml's `mapping` key names, checked to stay inside the drive folder;
+    None when the folder has no drive.yaml or the key is absent."""
+    root = Path(drive_dir)
+    drive = drive or root.name
+    meta_path = root / DRIVE_YAML
+    if not meta_path.is_file():
+        return None
+    with open(meta_path, "rb") as f:
+        text = f.read(MAX_DRIVE_YAML_BYTES + 1)
+    meta = parse_drive_yaml(text, where=f"{drive}/{DRIVE_YAML}")
+    rel = meta.extra.get(DRIVE_KEY)
+    if rel is None:
+        return None
+    if not isinstance(rel, str) or not rel.strip():
+        raise DriveMappingError(f"must be a file name, got {rel!r}", drive=drive)
+    posix = rel.replace("\\", "/")
+    if posix.startswith("/") or re.match(r"[A-Za-z]:(/|$)", posix):
+        raise DriveMappingError(
+            f"{rel!r} is an absolute path; give a file relative to the drive folder", drive=drive
+        )
+    if ".." in posix.split("/"):
+        raise DriveMappingError(f"{rel!r} leaves the drive folder ('..')", drive=drive)
+    path = root / posixpath.normpath(posix)
+    real_root = root.resolve()
+    real = path.resolve()
+    if not real.is_relative_to(real_root):
+        raise DriveMappingError(
+            f"{rel!r} resolves to {real}, outside the drive folder (symlink)", drive=drive
+        )
+    if not real.is_file():
+        raise DriveMappingError(f"{rel!r}: no such file in the drive folder", drive=drive)
+    return path
+
+
+def resolve_mapping(
+    drive_dir: str | Path | None = None,
+    *,
+    user: str | Path | None = None,
+    use_env: bool = True,
+    default: bool = True,
+    drive: str | None = None,
+) -> Mapping:
+    """The layered mapping for a drive: drive.yaml's `mapping` file (if `drive_dir` names a
+    folder with one), the user file (`user`, else `$BRIDGE_LAKE_ADTF_MAPPING` when
+    `use_env`), and the shipped default (unless `default` is False), in that match order."""
+    drive_file = drive_mapping_file(drive_dir, drive) if drive_dir is not None else None
+    if user is None and use_env:
+        user = settings.adtf_mapping()
+    return Mapping.layered(
+        load_mapping(drive_file, layer="drive") if drive_file is not None else None,
+        load_mapping(user, layer="user") if user is not None else None,
+        load_mapping() if default else None,
+    )
+
+
+def parse_mapping(text: str, *, path: str = "<mapping>", layer: str = "user") -> Mapping:
     """Validate mapping YAML text (yaml.safe_load: no object construction from tags)."""
     try:
         doc = yaml.safe_load(text)
@@ -213,8 +394,10 @@ def parse_mapping(text: str, *, path: str = "<mapping>") -> Mapping:
     if doc.get("version", 1) != 1:
         raise AdtfMappingError(f"unsupported version {doc.get('version')!r} (1 known)", path=path)
     rules = doc.get("rules")
-    if not isinstance(rules, list) or not rules:
-        raise AdtfMappingError("'rules' must be a non-empty list", path=path)
+    if not isinstance(rules, list):
+        raise AdtfMappingError(
+            "'rules' must be a list (empty: this file maps nothing itself)", path=path
+        )
     parsed: list[Rule] = []
     names: set[str] = set()
     for i, raw in enumerate(rules):
@@ -223,7 +406,7 @@ def parse_mapping(text: str, *, path: str = "<mapping>") -> Mapping:
             raise AdtfMappingError("duplicate rule name", path=path, rule=rule.name)
         names.add(rule.name)
         parsed.append(rule)
-    return Mapping(tuple(parsed), path)
+    return Mapping(tuple(parsed), path, layer)
 
 
 def _parse_rule(raw: object, index: int, path: str) -> Rule:
@@ -404,13 +587,19 @@ def _parse_can(raw: object, fail) -> dict[str, Any]:
 
 
 __all__ = [
+    "LAYERS",
     "AdtfMappingError",
+    "DriveMappingError",
     "FieldMap",
     "Mapping",
     "Match",
+    "Origin",
+    "Placement",
     "Rule",
     "SensorTime",
     "default_mapping_path",
+    "drive_mapping_file",
     "load_mapping",
     "parse_mapping",
+    "resolve_mapping",
 ]

@@ -390,7 +390,7 @@ def test_unreadable_recording_is_counted(tmp_path):
     ("text", "message"),
     [
         ("rules: [\n  - name: x\n    match: {struct: a\n", "not valid YAML at line"),
-        ("rules: []", "'rules' must be a non-empty list"),
+        ("rules: {}", "'rules' must be a list"),
         ("- just a list", "top level must be a mapping"),
         (
             "rules:\n  - {name: r1, match: {struct: a}, table: nope, fields: {x: y}}",
