@@ -5,6 +5,7 @@ holds all sensors); each table is still its own asset with its own checks in the
 """
 
 from collections.abc import Iterator
+from functools import partial
 
 import dagster as dg
 import numpy as np
@@ -20,7 +21,8 @@ from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, RAW_DRIVES, RAW_MANIFEST, STREAMS
 from bridge_lake.normalize import quality
-from bridge_lake.normalize.drive import covered, normalize_drive
+from bridge_lake.normalize.adtf import normalize_adtf
+from bridge_lake.normalize.drive import NORMALIZERS, covered, normalize_drive
 from bridge_lake.normalize.report import render_report
 from bridge_lake.normalize.sink import NormalizeResult
 from bridge_lake.progress import Progress
@@ -157,8 +159,16 @@ def normalized(
         return all(f.passed for f in findings if f.error)
 
     progress = Progress(f"normalize {drive}", context.log.info, unit="rows")
+    # ADTF streams take the drive's mapping, then the resource's (or the environment's)
+    user_mapping = partial(normalize_adtf, user_mapping=landing.adtf_mapping)
     result, published = normalize_drive(
-        landing.get(), store, drive, source, audit=audit, progress=progress.update
+        landing.get(),
+        store,
+        drive,
+        source,
+        normalizers={**NORMALIZERS, "adtf": user_mapping},
+        audit=audit,
+        progress=progress.update,
     )
     progress.done()
     context.log.info(

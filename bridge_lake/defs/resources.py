@@ -22,10 +22,16 @@ class LakeResource(dg.ConfigurableResource):
 
 
 class LandingZoneResource(dg.ConfigurableResource):
-    """Where drive folders arrive. `root` is a local path or `s3://bucket/prefix`."""
+    """Where drive folders arrive. `root` is a local path or `s3://bucket/prefix`.
+
+    `adtf_mapping`: the user's ADTF stream mapping YAML (a local path), matched after a
+    drive's own (drive.yaml `mapping`) and before the shipped default; unset, the
+    `BRIDGE_LAKE_ADTF_MAPPING` variable of the run's environment (see adtf_mapping).
+    """
 
     root: str
     storage_options: dict[str, Any] = {}
+    adtf_mapping: str | None = None
 
     def get(self) -> LandingZone:
         return LandingZone(self.root, self.storage_options)
@@ -37,6 +43,8 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     return {
         "lake": LakeResource(root=lake, storage_options=settings.storage_options(lake)),
         "landing": LandingZoneResource(
-            root=landing, storage_options=settings.storage_options(landing)
+            root=landing,
+            storage_options=settings.storage_options(landing),
+            adtf_mapping=settings.adtf_mapping(),
         ),
     }
