@@ -59,6 +59,10 @@ CREATE OR REPLACE VIEW normalized_laser_scans AS
 SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
+CREATE OR REPLACE VIEW normalized_adtf_payloads AS
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/adtf_payloads/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
 CREATE OR REPLACE VIEW normalized_streams AS
 SELECT * FROM read_parquet(getvariable('lake') || '/normalized/streams/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});

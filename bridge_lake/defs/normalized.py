@@ -90,15 +90,15 @@ def write_report(
 def streams_markdown(result: NormalizeResult) -> str:
     """The stream catalog as a Markdown table for the asset's page in the UI."""
     lines = [
-        "| table | stream | read | written | quarantined | rate Hz | gaps | drift ppm |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| target | table | stream | read | written | quarantined | rate Hz | gaps | drift ppm |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for s in result.streams:
         rate = f"{s.mean_rate_hz:.2f}" if s.mean_rate_hz else ""
         drift = f"{s.fit.drift_ppm:.2f}" if s.fit else ""
         gaps = s.order.gaps if s.order else ""
         lines.append(
-            f"| {s.info.table} | {s.info.stream} | {s.records_read} | "
+            f"| {s.info.target} | {s.info.table} | {s.info.stream} | {s.records_read} | "
             f"{s.rows_written} | {s.rows_quarantined} | {rate} | {gaps} | {drift} |"
         )
     return "\n".join(lines)

@@ -23,7 +23,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
-from bridge_lake.export.mapping import Mapping, TopicRule, default_mapping_path, load_mapping
+from bridge_lake.export.generic import JsonBuilder, json_schema
+from bridge_lake.export.mapping import (
+    JSON_TYPE,
+    Mapping,
+    TopicRule,
+    default_mapping_path,
+    load_mapping,
+)
 from bridge_lake.export.messages import Serialized
 from bridge_lake.export.prefetch import prefetch
 from bridge_lake.export.source import (
@@ -101,6 +108,8 @@ class ExportResult:
     windows: list[Window] | None
     shift_ns: int
     topics: dict[str, TopicStat] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)
+    """topics the format cannot carry (JSON topics of generic ADTF streams in bags)"""
     bytes: int = 0
     seconds: float = 0.0
 
@@ -161,24 +170,46 @@ def plan_lanes(
     not exist)."""
     lanes: list[Lane] = []
     static = _static_frames(lake, drive)
-    for rule in mapping.topics:
-        if topics and not _may_match(rule, topics):
+    for given in mapping.topics:
+        if topics and not _may_match(given, topics):
             continue
-        layer, table = rule.table.split("/")
-        data = dataset(lake, layer, table, drive)
-        keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in data.schema.names]
-        keys = list(dict.fromkeys(keys))
-        if keys:
-            combos = data.to_table(columns=keys).group_by(keys).aggregate([]).to_pylist()
-        else:
-            combos = [{}]
-        for combo in sorted(combos, key=lambda c: [str(c[k]) for k in keys]):
-            if not all(rule.selects(k, v) for k, v in combo.items()):
-                continue
-            selection = {k: v for k, v in combo.items() if k in ("stream", rule.split_by)}
-            lane = Lane(rule.topic_for(combo.get(rule.split_by)), rule, "", selection)
-            _describe(lane, data, spans, static)
-            lanes.append(lane)
+        for rule in _concrete(lake, drive, given):
+            lanes += _rule_lanes(lake, drive, rule, spans, static)
+    return lanes
+
+
+def _concrete(lake: Lake, drive: str, rule: TopicRule) -> list[TopicRule]:
+    """The rule once per lake table it names: a json rule's table may be a glob
+    (`normalized/ddl_*`), and a json rule without rows in the drive has no lane."""
+    if rule.type != JSON_TYPE:
+        return [rule]
+    layer, pattern = rule.table.split("/")
+    return [
+        dataclasses.replace(rule, table=f"{layer}/{t}")
+        for t in lake.tables(layer)
+        if fnmatch.fnmatchcase(t, pattern) and lake.has_partition(layer, t, drive)
+    ]
+
+
+def _rule_lanes(
+    lake: Lake, drive: str, rule: TopicRule, spans: list[Window] | None, static: set[str]
+) -> list[Lane]:
+    """The lanes of one concrete rule: one per stream / split value with rows."""
+    lanes: list[Lane] = []
+    layer, table = rule.table.split("/")
+    data = dataset(lake, layer, table, drive)
+    keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in data.schema.names]
+    keys = list(dict.fromkeys(keys))
+    combos = [{}]
+    if keys:
+        combos = data.to_table(columns=keys).group_by(keys).aggregate([]).to_pylist()
+    for combo in sorted(combos, key=lambda c: [str(c[k]) for k in keys]):
+        if not all(rule.selects(k, v) for k, v in combo.items()):
+            continue
+        selection = {k: v for k, v in combo.items() if k in ("stream", rule.split_by)}
+        lane = Lane(rule.topic_for(combo.get(rule.split_by)), rule, "", selection)
+        _describe(lane, data, spans, static)
+        lanes.append(lane)
     return lanes
 
 
@@ -339,6 +370,11 @@ def export_drive(
     else:
         spans = window(request.start, request.end, first, last)
     lanes = plan_lanes(lake, drive, mapping, spans, request.topics)
+    if request.format != "mcap":  # JSON topics need MCAP's schema records
+        left_out = sorted({lane.topic for lane in lanes if lane.rule.type == JSON_TYPE})
+        lanes = [lane for lane in lanes if lane.rule.type != JSON_TYPE]
+    else:
+        left_out = []
     chosen = set(select_topics(list(dict.fromkeys(x.topic for x in lanes)), request.topics))
     lanes = [lane for lane in lanes if lane.topic in chosen]
     start_ns = spans[0].start_ns if spans else first
@@ -359,13 +395,21 @@ def export_drive(
     tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
     output = _open_output(request.format, tmp, encoding, request, compression)
     result = ExportResult(out, request.format, encoding, drive, mapping.path, spans, shift)
+    result.left_out = left_out
     try:
         channels: dict[str, int] = {}
         sources = []
         for lane in lanes:
             if lane.topic not in channels:
                 latched = lane.rule.table == "calibrated/tf_static"
-                channels[lane.topic] = output.add_topic(lane.topic, lane.rule.type, latched=latched)
+                if lane.rule.type == JSON_TYPE:
+                    title = lane.rule.table.split("/")[1]
+                    schema = json_schema(dataset(lake, "normalized", title, drive).schema, title)
+                    channels[lane.topic] = output.add_json_topic(lane.topic, title, schema)
+                else:
+                    channels[lane.topic] = output.add_topic(
+                        lane.topic, lane.rule.type, latched=latched
+                    )
                 result.topics[lane.topic] = TopicStat(
                     lane.topic, lane.rule.type, lane.frame_id, table=lane.rule.table
                 )
@@ -412,6 +456,8 @@ def export_drive(
 
 
 def _builder(lake: Lake, drive: str, lane: Lane, encoding: str, shift: int) -> Builder:
+    if lane.rule.type == JSON_TYPE:
+        return JsonBuilder(lake, drive, lane, 2, shift)
     if lane.rule.type == "tf2_msgs/msg/TFMessage":
         cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
     else:

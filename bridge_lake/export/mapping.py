@@ -31,11 +31,13 @@ from typing import Any
 import yaml
 
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.lake.schemas import CALIBRATED, NORMALIZED
+from bridge_lake.lake.schemas import CALIBRATED, GENERIC_PREFIX, NORMALIZED
 
 MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
 MAX_MAPPING_BYTES = 1 << 20
+JSON_TYPE = "json"
+"""The message type of generic topics: table rows as JSON (`bridge_lake.export.generic`)."""
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -78,8 +80,13 @@ MESSAGE_TYPES: dict[str, MessageType] = {
             {},
         ),
         MessageType("tf2_msgs/msg/TFMessage", ("calibrated/tf_static", "calibrated/poses"), {}),
+        MessageType(JSON_TYPE, (f"normalized/{GENERIC_PREFIX}*", "normalized/adtf_payloads"), {}),
     )
 }
+"""`json` (MCAP only) carries the generic ADTF tables: `table` may then be a glob
+(`normalized/ddl_*`), one lane per table and stream (see `bridge_lake.export.generic`)."""
+GENERIC_COLUMNS = frozenset({"time_ns", "sample_time_ns", "stream"})
+"""Columns every generic ADTF table has (for `where` and `split_by` of json rules)."""
 SHORT_NAMES = {name.replace("/msg/", "/"): name for name in MESSAGE_TYPES}
 """ROS 1 spellings (sensor_msgs/Imu) are accepted and mean the same type."""
 LAYER_TABLES = {
@@ -104,10 +111,14 @@ class TopicRule:
     options: dict[str, Any] = field(default_factory=dict)
 
     def topic_for(self, value: object) -> str:
-        """The topic of one split value (the rule's topic when it has no split)."""
+        """The topic of one split value (the rule's topic when it has no split). Characters a
+        ROS name cannot hold become `_` (`stream1@rec.dat` → `stream1_rec_dat`; `/` in a
+        value, as in ADTF substreams, stays a namespace separator)."""
         if self.split_by is None:
             return self.topic
-        return self.topic.replace("{" + self.split_by + "}", str(value))
+        parts = [re.sub(r"[^A-Za-z0-9_]", "_", p) for p in str(value).split("/") if p]
+        topic = self.topic.replace("{" + self.split_by + "}", "/".join(parts) or "_")
+        return "/".join(p if not p[:1].isdigit() else f"_{p}" for p in topic.split("/"))
 
     def selects(self, column: str, value: object) -> bool:
         pattern = self.where.get(column)
@@ -186,12 +197,13 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
         mtype = MESSAGE_TYPES[typename]
         table = entry.get("table")
         table = table if isinstance(table, str) and "/" in table else f"normalized/{table}"
-        if table not in mtype.tables:
+        if not any(fnmatch.fnmatchcase(table, t) for t in mtype.tables):
             raise fail(
                 f"{key}.table",
                 f"{typename} is made from {' or '.join(mtype.tables)}, not {entry.get('table')!r}",
             )
-        columns = {c.name for c in LAYER_TABLES[table].columns}
+        spec = LAYER_TABLES.get(table)
+        columns = {c.name for c in spec.columns} if spec else set(GENERIC_COLUMNS)
         where = entry.get("where") or {}
         if not isinstance(where, dict):
             raise fail(f"{key}.where", "expected a mapping column -> glob")

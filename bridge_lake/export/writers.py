@@ -132,6 +132,12 @@ class McapOutput:
             meta["md5sum"] = md5
         return self.writer.add_channel(topic, message_encoding, self._schemas[name], meta)
 
+    def add_json_topic(self, topic: str, title: str, schema: bytes) -> int:
+        """A channel of JSON messages with a JSON Schema (generic ADTF tables)."""
+        if title not in self._schemas:
+            self._schemas[title] = self.writer.add_schema(title, "jsonschema", schema)
+        return self.writer.add_channel(topic, "json", self._schemas[title], {})
+
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
         self.writer.write_messages(channels, times, times, None, messages)
 

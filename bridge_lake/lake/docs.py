@@ -6,7 +6,7 @@ committed file is stale.
 
 from __future__ import annotations
 
-from bridge_lake.lake.schemas import TABLES
+from bridge_lake.lake.schemas import GENERIC_PREFIX, TABLES
 
 
 def render_tables_md() -> str:
@@ -28,7 +28,31 @@ def render_tables_md() -> str:
                 f"| `{c.name}` | {c.type} | {'yes' if c.nullable else 'no'} | {c.description} |"
             )
         lines.append("")
+        if spec.name == "adtf_payloads":
+            lines += GENERIC_TABLES
     return "\n".join(lines)
+
+
+GENERIC_TABLES = [
+    f"## normalized/{GENERIC_PREFIX}<struct>",
+    "",
+    "One table per DDL struct of ADTF streams that no mapping rule takes (name lower-cased, "
+    "other characters as `_`: `tVehicleStatus` → `ddl_tvehiclestatus`, view "
+    "`normalized_ddl_tvehiclestatus`). Its schema comes from the recording's DDL: the columns "
+    "below, then one column per element: nested structs flattened with dotted names "
+    "(`pos.x`), fixed arrays as fixed-size lists, dynamic arrays as lists, arrays of structs "
+    "as lists of structs, enums as their integer values (`streams.ddl` holds the DDL that names "
+    "them). An element named like a column below gets a trailing `_`. The view unions drives "
+    "by column name, so struct versions with more elements give nulls elsewhere.",
+    "",
+    "| column | type | nullable | meaning |",
+    "|---|---|---|---|",
+    "| `time_ns` | int64 | no | master clock, ns since the Unix epoch |",
+    "| `sample_time_ns` | int64 | yes | the sample's own ADTF time stamp, ns |",
+    "| `stream` | string | no | ADTF stream name (`stream/substream` for substreams) |",
+    "",
+]
+"""docs for the generic tables, which have no TableSpec (their schemas come from recordings)."""
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ list item (no `/`, `,`, `|`, `=` or spaces; cannot start with `.` so `..` is imp
 LAYERS = ("raw", "normalized", "calibrated", "scenes")
 """Table layers of shared/ARCHITECTURE.md; binary exports live under `exports/`."""
 
-_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_NAME_LENGTH = 64
+"""Layer and table names: at most this many characters of [a-z0-9_], starting with a letter."""
+_NAME_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$")
 STAGING_DIR = "_staging"
 """Scratch area for atomic writes, outside every table so no reader's glob can see it."""
 
@@ -38,6 +40,10 @@ def validate_name(kind: str, name: str) -> str:
     if not isinstance(name, str) or not _NAME_PATTERN.fullmatch(name):
         raise LakePathError(f"invalid {kind} name {name!r}: must match {_NAME_PATTERN.pattern}")
     return name
+
+
+def is_valid_name(name: str) -> bool:
+    return bool(_NAME_PATTERN.fullmatch(name))
 
 
 def table_dir(root: str, layer: str, table: str) -> str:

@@ -12,9 +12,15 @@ import polars as pl
 import pyarrow as pa
 
 from bridge_lake.lake.paths import LAYERS, validate_drive_id
-from bridge_lake.lake.schemas import TABLES
+from bridge_lake.lake.schemas import GENERIC_PREFIX, TABLES
 from bridge_lake.lake.storage import Lake
-from bridge_lake.lake.views import SUMMARIES, select_list, table_view_sql, view_name
+from bridge_lake.lake.views import (
+    SUMMARIES,
+    generic_view_sql,
+    select_list,
+    table_view_sql,
+    view_name,
+)
 
 
 def scan(
@@ -63,7 +69,8 @@ def polars_storage_options(lake: Lake) -> dict[str, str]:
 
 
 def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view of sql/views.sql over `lake`.
+    """An in-memory DuckDB connection with every view of sql/views.sql over `lake`, plus
+    one view per generic ADTF table the lake holds (`normalized_ddl_<struct>`).
 
     Views over tables that have no partition yet fail when queried, not here.
     """
@@ -84,5 +91,8 @@ def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
             name = view_name(spec.layer, spec.name)  # schema constants, not input
             sql = f"CREATE OR REPLACE VIEW {name} AS SELECT {select_list(spec)} FROM _empty_{name}"  # noqa: S608
             con.execute(sql)
+    for table in lake.tables("normalized"):
+        if table.startswith(GENERIC_PREFIX):  # name checked by lake.tables: [a-z0-9_]
+            con.execute(generic_view_sql(table))
     con.execute(SUMMARIES)
     return con

@@ -168,7 +168,31 @@ class Lake(FsRoot):
                 out.append(name.removeprefix("drive="))
         return sorted(out)
 
+    def tables(self, layer: str) -> list[str]:
+        """Names of the tables of a layer that exist in the lake (generic tables included)."""
+        ldir = posixpath.join(self.base, layer)
+        if layer not in paths.LAYERS:
+            raise paths.LakePathError(f"unknown layer {layer!r}")
+        self.fs.invalidate_cache(ldir)
+        if not self.fs.exists(ldir):
+            return []
+        names = (posixpath.basename(e.rstrip("/")) for e in self.fs.ls(ldir, detail=False))
+        return sorted(n for n in names if paths.is_valid_name(n))
+
     # --- writes -------------------------------------------------------------------------
+
+    def remove_partition(self, layer: str, table: str, drive_id: str) -> None:
+        """Delete one partition (a generic table the drive no longer has). Local lakes move
+        it out of the table first, so readers see the whole partition or none of it."""
+        pdir = self.partition_dir(layer, table, drive_id)
+        if not self.fs.exists(pdir):
+            return
+        if self.is_local:
+            trash = self._new_staging_dir()
+            os.makedirs(posixpath.dirname(trash), exist_ok=True)
+            os.replace(pdir, trash)
+            pdir = trash
+        self.fs.rm(pdir, recursive=True)
 
     def partition_writer(
         self,

@@ -76,6 +76,20 @@ def table_view_sql(spec: TableSpec) -> str:
     )
 
 
+def generic_view_sql(table: str) -> str:
+    """A view over a generic ADTF table (`ddl_<struct>`): its schema comes from each drive's
+    recordings, so files are unioned by column name (a struct version that added an element
+    gives nulls for the drives without it)."""
+    return (
+        f"CREATE OR REPLACE VIEW {view_name('normalized', table)} AS\n"
+        f"SELECT *, make_timestamp_ns(time_ns) AS {TIME_COLUMN}\n"
+        f"FROM read_parquet(getvariable('lake') || "
+        f"'/normalized/{table}/*/*.parquet',\n"
+        f"                           hive_partitioning = true, union_by_name = true, "
+        f"hive_types = {{'drive': VARCHAR}});\n"
+    )
+
+
 def render_views_sql() -> str:
     return "\n".join([HEADER, *(table_view_sql(spec) for spec in TABLES), SUMMARIES])
 

@@ -40,10 +40,17 @@ import pyarrow.compute as pc
 from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import Sample, Stream, open_dat, sniff
-from bridge_lake.formats.adtf.ddl import DDL, static_size
+from bridge_lake.formats.adtf.ddl import DDL, render_ddl, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
 from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize.adtf_generic import (
+    element_columns,
+    struct_schema,
+    substream_streams,
+    table_name,
+    with_plain_type,
+)
 from bridge_lake.normalize.adtf_mapping import FieldMap, Mapping, Rule, resolve_mapping
 from bridge_lake.normalize.sink import DriveSink, StreamInfo
 
@@ -54,9 +61,10 @@ BATCH_BYTES = 16 << 20
 CHECK_EVERY = 4096
 """Samples dispatched between two looks at the batch sizes."""
 UNMAPPED_TABLE = "quarantine"
-"""Unmapped streams, streams whose rule cannot apply and file problems are declared for the
-quarantine table: all their records go there, and their `source_type` starts with
-`unmapped:` / `file:` so the catalog says why."""
+"""File problems (an unreadable file, the damage of a readable one) are declared for the
+quarantine table: all their records go there, and their `source_type` starts with `file:`.
+Streams no rule takes are not quarantined: they land in generic tables (`adtf_generic`)."""
+PAYLOAD_TABLE = "adtf_payloads"
 SOURCE_PREFIX = "adtf"
 
 
@@ -143,9 +151,9 @@ def _normalize_file(path: Path, rel: str, sink: DriveSink, mapping: Mapping, use
         return
     with f:
         data = np.frombuffer(f.view, dtype=np.uint8) if len(f.view) else np.zeros(0, np.uint8)
-        jobs: dict[int, _Job] = {}
+        jobs: dict[int, _Job | _Substreams] = {}
 
-        def job_for(stream: Stream) -> _Job:
+        def job_for(stream: Stream) -> _Job | _Substreams:
             job = _make_job(
                 stream,
                 _unique(stream.name or f"stream{stream.stream_id}", rel, used),
@@ -196,22 +204,47 @@ def _type_name(stream: Stream) -> str:
 
 def _make_job(
     stream: Stream, name: str, rel: str, sink: DriveSink, mapping: Mapping, data: np.ndarray
-) -> _Job:
+) -> _Job | _Substreams:
+    """The job for a stream: its mapping rule's, else a generic table's (decoded by its DDL,
+    or kept as payload bytes); a substream stream no rule takes is split into its
+    substreams, each mapped on its own."""
+    stream = with_plain_type(stream)
     props = {
         k: p.value for k, p in (stream.stream_type.properties.items() if stream.stream_type else ())
     }
     rule = mapping.rule_for(stream.name, stream.meta_type, stream.ddl_struct, props)
     if rule is None:
-        return _Unmapped(
-            stream, name, rel, sink, f"unmapped stream {stream.name} ({_type_name(stream)})"
-        )
+        subs = substream_streams(stream)
+        if subs:
+            return _Substreams(
+                {
+                    sub_id: _make_job(
+                        sub, f"{name}/{sub.name.rsplit('/', 1)[1]}", rel, sink, mapping, data
+                    )
+                    for sub_id, sub in subs.items()
+                },
+                lambda sub_id: _PayloadJob(
+                    stream,
+                    f"{name}/#{sub_id}",
+                    rel,
+                    sink,
+                    f"substream {sub_id} not in the stream type",
+                ),
+            )
+        return _generic(stream, name, rel, sink, "no mapping rule")
     if rule.decoder == "video":
         return _Video(stream, name, rel, sink, rule, props)
     problem = _check_rule(stream, rule)
     if problem is not None:
-        return _Unmapped(stream, name, rel, sink, f"rule {rule.name}: {problem}")
+        return _generic(stream, name, rel, sink, f"rule {rule.name} cannot apply: {problem}")
     cls = {"struct": _StructJob, "can": _CanJob, "lidar": _LidarJob}[rule.decoder]
     return cls(stream, name, rel, sink, rule, data)
+
+
+def _generic(stream: Stream, name: str, rel: str, sink: DriveSink, why: str) -> _Job:
+    if stream.ddl is not None and stream.ddl_struct is not None:
+        return _GenericJob(stream, name, rel, sink, why)
+    return _PayloadJob(stream, name, rel, sink, why)
 
 
 _PATH = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -350,6 +383,7 @@ class _Batch:
         n = self.n = len(samples)
         cols = list(zip(*samples, strict=True))
         self.time_ns = np.fromiter(cols[1], dtype=np.int64, count=n)
+        self.sample_time_ns = np.fromiter(cols[2], dtype=np.int64, count=n)
         self.raws: list = list(cols[4])
         self.stream_index = np.fromiter(cols[7], dtype=np.int64, count=n)
         self.chunk_offset = np.fromiter(cols[8], dtype=np.int64, count=n)
@@ -367,6 +401,7 @@ class _Batch:
         job.sink.reordered(job.name, job.table, clock.reorder_count(t))
         order = np.argsort(t, kind="stable")
         self.time_ns = t[order]
+        self.sample_time_ns = self.sample_time_ns[order]
         self.raws = [self.raws[i] for i in order.tolist()]
         self.stream_index = self.stream_index[order]
         self.chunk_offset = self.chunk_offset[order]
@@ -383,18 +418,78 @@ class _Batch:
         return np.frombuffer(joined, dtype=np.uint8), offsets, lengths
 
 
-class _Unmapped(_Job):
-    """Counts and quarantines every sample (raw bytes kept, capped by the sink)."""
+class _Substreams:
+    """An `adtf/substreams` stream: samples handed to one job per substream (by the
+    substream id each sample carries), each its own stream in the catalog."""
 
-    def __init__(self, stream: Stream, name: str, rel: str, sink: DriveSink, reason: str) -> None:
+    def __init__(self, jobs: dict[int, _Job | _Substreams], stray: Callable[[int], _Job]) -> None:
+        self.jobs = jobs
+        self.stray = stray
+        """makes the job for a substream id the stream type does not name"""
+        self.pending: list[Sample] = []
+
+    def full(self) -> bool:
+        return len(self.pending) >= CHECK_EVERY
+
+    def flush(self) -> None:
+        for sample in self.pending:
+            job = self.jobs.get(sample[6])
+            if job is None:
+                job = self.jobs[sample[6]] = self.stray(sample[6])
+            job.pending.append(sample)
+        self.pending.clear()
+        for job in self.jobs.values():
+            if job.full():
+                job.flush()
+
+    def finish(self) -> None:
+        self.flush()
+        for job in self.jobs.values():
+            job.flush()
+            job.finish()
+
+
+class _PayloadJob(_Job):
+    """A stream without a DDL: one `adtf_payloads` row per sample, bytes and meta type."""
+
+    table = PAYLOAD_TABLE
+
+    def __init__(self, stream: Stream, name: str, rel: str, sink: DriveSink, why: str) -> None:
         super().__init__(stream, name, rel, sink)
-        self.reason = reason
+        self.why = why
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
-        return [StreamInfo(self.name, self.table, self.rel, f"unmapped:{self.source_type()}")]
+        return [
+            StreamInfo(
+                self.name,
+                self.table,
+                self.rel,
+                self.source_type(),
+                expected_rate_hz=_measured_rate(batch),
+                mapping=f"payload: {self.why}, no DDL",
+            )
+        ]
 
     def process(self, batch: _Batch) -> None:
-        self.quarantine(batch, np.arange(batch.n), [self.reason] * batch.n)
+        buf, offsets, _ = batch.buffer()
+        n = batch.n
+        cols = {
+            "time_ns": batch.time_ns,
+            "sample_time_ns": batch.sample_time_ns,
+            "meta_type": pa.repeat(pa.scalar(self.stream.meta_type or self.stream.kind), n),
+            "data": _binary(buf, offsets, self.rel),
+        }
+        self.sink.write(self.name, self.table, pa.table(cols))
+
+
+def _binary(buf: np.ndarray, offsets: np.ndarray, rel: str) -> pa.Array:
+    """Concatenated payloads (`buf`, start `offsets`) as an Arrow binary array, no copy."""
+    if len(buf) > np.iinfo(np.int32).max:  # pa.binary() offsets are int32
+        raise BridgeLakeError(f"{rel}: batch of {len(buf)} bytes exceeds 2 GiB")
+    ends = np.concatenate([offsets, [len(buf)]]).astype(np.int32)
+    return pa.Array.from_buffers(
+        pa.binary(), len(offsets), [None, pa.py_buffer(ends), pa.py_buffer(buf)]
+    )
 
 
 def _measured_rate(batch: _Batch | None) -> float | None:
@@ -532,6 +627,43 @@ class _StructJob(_Job):
         cols = self.base_columns(batch, idx, table)
         for fm in self.rule.fields:
             cols[fm.column] = _mapped(table, fm, schema.field(fm.column).type)
+        self.sink.write(self.name, self.table, pa.table(cols))
+
+
+class _GenericJob(_StructJob):
+    """A DDL-described stream no rule takes: every element decoded into `ddl_<struct>`."""
+
+    def __init__(self, stream: Stream, name: str, rel: str, sink: DriveSink, why: str) -> None:
+        _Job.__init__(self, stream, name, rel, sink)
+        self.why = why
+        self.ddl = stream.ddl
+        self.struct = stream.ddl_struct
+        self.layout = stream.stored_layout or "deserialized"
+        self.size = static_size(self.ddl, self.struct, self.layout)
+        schema = struct_schema(self.ddl, self.struct, self.layout)
+        self.table = sink.register_table(table_name(self.struct), schema)
+
+    def info(self, batch: _Batch | None) -> list[StreamInfo]:
+        return [
+            StreamInfo(
+                self.name,
+                self.table,
+                self.rel,
+                self.source_type(),
+                expected_rate_hz=_measured_rate(batch),
+                mapping=f"generic: {self.why}",
+                ddl_struct=self.struct,
+                ddl=render_ddl(self.ddl),
+            )
+        ]
+
+    def process(self, batch: _Batch) -> None:
+        idx, table = self.decode(batch)
+        if table is None:
+            return
+        elements = element_columns(table)
+        cols = {"time_ns": batch.time_ns[idx], "sample_time_ns": batch.sample_time_ns[idx]}
+        cols.update(zip(elements.column_names, elements.columns, strict=True))
         self.sink.write(self.name, self.table, pa.table(cols))
 
 

@@ -42,8 +42,20 @@ COVERAGE_TOLERANCE = 0.1
 """A stream starting or ending more than 10 % of the drive's median span away from the other
 streams' median start / end does not belong to the same recording session (e.g. files left
 over from an earlier drive in the same folder)."""
+SUGGEST = "bridge-lake mapping suggest {file} --out mapping.yaml"
+"""How a user maps streams that went to generic tables (named in check messages)."""
 CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
     "completeness": ("every recording file of the drive was read into some stream", True),
+    "has_rows": ("the drive's recordings yield rows in some table", True),
+    "conservation": (
+        "records read = rows written + rows quarantined for every stream outside the sensor "
+        "tables (generic ADTF tables, payloads, unreadable files; sensor tables check their own)",
+        True,
+    ),
+    "mapped": (
+        "every stream feeds a sensor table (ADTF: none only in generic ddl_* / payload tables)",
+        False,
+    ),
     "clock_drift": (f"device clocks drift less than {DRIFT_LIMIT_PPM:g} ppm", False),
     "time_coverage": (
         "every stream starts and ends with the others (within 10% of the drive's span)",
@@ -192,7 +204,62 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
             "streams", "clock_drift", not drift, False, {"drift_ppm": fits, "over_limit": drift}
         ),
         coverage_finding(streams),
+        *mapping_findings(streams),
     ]
+
+
+def mapping_findings(streams: list) -> list[Finding]:
+    """`has_rows` (blocking): a drive whose recordings gave no row anywhere is not a drive in
+    the lake; `mapped` (warning): streams that only reached a generic table. Both messages
+    name the unmapped streams and the command that writes a mapping for their file."""
+    unmapped = [s for s in streams if s.info.target in ("generic", "payload")]
+    files = sorted({s.info.source_file for s in unmapped})
+    how = "; map them with " + ", ".join(SUGGEST.format(file=f) for f in files[:3])
+    names = ", ".join(f"{s.info.stream} ({s.info.source_type})" for s in unmapped[:10])
+    rows = sum(s.rows_written for s in streams if s.info.target != "quarantine")
+    by_target: dict[str, int] = {}
+    for s in streams:
+        by_target[s.info.target] = by_target.get(s.info.target, 0) + s.rows_written
+    has_rows = Finding(
+        "streams",
+        "has_rows",
+        rows > 0,
+        True,
+        {"rows": rows, "streams": len(streams), "rows_by_target": by_target},
+        f"{rows} rows from {len(streams)} streams"
+        if rows
+        else f"no rows in any table from {len(streams)} streams"
+        + (f"; unmapped: {names}{how}" if unmapped else " (every record quarantined or empty)"),
+    )
+    mapped = Finding(
+        "streams",
+        "mapped",
+        not unmapped,
+        False,
+        {"unmapped": {s.info.stream: s.info.table for s in unmapped}, "files": files},
+        f"{len(unmapped)} streams only in generic tables: {names}{how}"
+        if unmapped
+        else "every stream feeds a sensor table",
+    )
+    others = [s for s in streams if s.info.table not in SENSOR_TABLE_NAMES]
+    broken = {
+        s.info.stream: [s.records_read, s.rows_written, s.rows_quarantined]
+        for s in others
+        if not s.conserved
+    }
+    read = sum(s.records_read for s in others)
+    conservation = Finding(
+        "streams",
+        "conservation",
+        not broken,
+        True,
+        {"records_read": read, "violations": broken},
+        f"{len(broken)} streams lost records (read, written, quarantined): {broken}"
+        if broken
+        else f"all {read} records of {len(others)} streams outside the sensor tables are "
+        "rows or quarantined",
+    )
+    return [has_rows, conservation, mapped]
 
 
 def coverage_finding(streams: list) -> Finding:

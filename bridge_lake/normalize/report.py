@@ -169,11 +169,13 @@ def render_report(
     `files` its raw manifest rows (path, size_bytes, format), `quarantine_reasons` the
     quarantined records counted by reason."""
     rows = []
-    for s in streams:
+    order = {"mapped": 0, "generic": 1, "payload": 2, "quarantine": 3}
+    for s in sorted(streams, key=lambda s: (order[s.info.target], s.info.table, s.info.stream)):
         o = s.order
         cls = "" if s.conserved else ' class="bad"'
         rows.append(
-            f"<tr><td>{_esc(s.info.table)}</td><td>{_esc(s.info.stream)}</td>"
+            f"<tr><td>{_esc(s.info.target)}</td><td>{_esc(s.info.table)}</td>"
+            f"<td>{_esc(s.info.stream)}</td><td>{_esc(s.info.mapping or '')}</td>"
             f'<td class="num">{s.records_read}</td><td class="num">{s.rows_written}</td>'
             f'<td class="num"{cls}>{s.rows_quarantined}</td>'
             f'<td class="num">{(s.mean_rate_hz or 0):.2f}</td>'
@@ -227,7 +229,12 @@ def render_report(
 <h2>Stream timeline</h2>{_timeline(streams)}
 <h2>Rates (log scale; bar: observed, red tick: nominal)</h2>{_bars(rates, "Hz", "rates", log=True)}
 <h2>Streams</h2>
-<table id="streams"><tr><th>table</th><th>stream</th><th>read</th><th>written</th>
+<p>Target: <b>mapped</b> = a sensor table through a mapping rule, <b>generic</b> = every DDL
+element in a <code>ddl_&lt;struct&gt;</code> table, <b>payload</b> = the bytes in
+<code>adtf_payloads</code> (no DDL), <b>quarantine</b> = nothing could be read. Map a stream
+with <code>bridge-lake mapping suggest FILE.dat</code>.</p>
+<table id="streams"><tr><th>target</th><th>table</th><th>stream</th><th>how</th>
+<th>read</th><th>written</th>
 <th>quarantined</th><th>rate Hz</th><th>gaps</th><th>longest gap s</th><th>reordered</th>
 <th>drift ppm</th></tr>{"".join(rows)}</table>
 <h2>Quarantine by reason</h2>

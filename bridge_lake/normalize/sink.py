@@ -13,6 +13,7 @@ the records themselves; `lidar_points` keeps none (its scans carry the time fact
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -22,7 +23,15 @@ import pyarrow as pa
 from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import Lake, PartitionWriter
-from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, QUARANTINE_RAW_CAP, STREAMS
+from bridge_lake.lake.paths import MAX_NAME_LENGTH as MAX_TABLE_NAME
+from bridge_lake.lake.schemas import (
+    ADTF_PAYLOADS,
+    GENERIC_PREFIX,
+    NORMALIZED,
+    QUARANTINE,
+    QUARANTINE_RAW_CAP,
+    STREAMS,
+)
 from bridge_lake.normalize.quality import value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
@@ -42,6 +51,23 @@ class StreamInfo:
     source_type: str
     topic: str | None = None
     expected_rate_hz: float | None = None
+    mapping: str | None = None
+    """How the table was chosen (a mapping rule, or why a generic table)."""
+    ddl_struct: str | None = None
+    ddl: str | None = None
+    """The DDL describing the stream's samples (ADTF), kept in the catalog."""
+
+    @property
+    def target(self) -> str:
+        """Where the stream's records went: `mapped` (a sensor table), `generic` (a
+        `ddl_<struct>` table), `payload` (adtf_payloads) or `quarantine` (all of them)."""
+        if self.table == QUARANTINE.name:
+            return "quarantine"
+        if self.table.startswith(GENERIC_PREFIX):
+            return "generic"
+        if self.table == ADTF_PAYLOADS.name:
+            return "payload"
+        return "mapped"
 
 
 @dataclass
@@ -100,6 +126,8 @@ class DriveSink:
         """called with (rows written, their bytes) after every write: long drives report"""
         self._rows = self._bytes = 0
         self._writers: dict[str, PartitionWriter] = {}
+        self._schemas: dict[str, pa.Schema] = {n: spec.schema for n, spec in NORMALIZED.items()}
+        """Every table this sink writes: the normalized tables plus the generic ones."""
         self._streams: dict[tuple[str, str], StreamStats] = {}
         self._quarantined = 0
         self._next_scan_id = 0
@@ -107,10 +135,27 @@ class DriveSink:
 
     # --- what normalizers call ----------------------------------------------------------
 
+    def register_table(self, name: str, schema: pa.Schema) -> str:
+        """Add a generic table (`ddl_<struct>`, schema from a recording) to this drive's
+        output. Returns the table name to write to: `name`, or `name_<hash>` if the drive
+        already has a table `name` with another schema (two versions of one struct)."""
+        if not name.startswith(GENERIC_PREFIX):
+            raise BridgeLakeError(f"generic table {name!r} must start with {GENERIC_PREFIX!r}")
+        schema = schema.with_metadata({"bridge_lake.table": f"normalized/{name}"})
+        known = self._schemas.get(name)
+        if known is not None and not known.equals(schema):
+            digest = hashlib.sha256(str(schema).encode("utf-8")).hexdigest()[:6]
+            name = f"{name[: MAX_TABLE_NAME - 7]}_{digest}"
+            known = self._schemas.get(name)
+        if known is None:
+            self._schemas[name] = schema
+        return name
+
     def declare(self, info: StreamInfo) -> StreamStats:
         """Announce a stream. `table="quarantine"` declares a stream that has no table to go
-        to (an unmapped ADTF stream, an unreadable file): all its records are quarantined."""
-        if info.table not in NORMALIZED or info.table == STREAMS.name:
+        to (an unreadable file, the problems of a damaged one): all its records are
+        quarantined."""
+        if info.table not in self._schemas or info.table == STREAMS.name:
             raise BridgeLakeError(f"stream {info.stream!r}: unknown sensor table {info.table!r}")
         key = (info.stream, info.table)
         if key in self._streams:
@@ -142,13 +187,13 @@ class DriveSink:
         stats = self._stats(stream, table)
         if table == QUARANTINE.name:
             raise BridgeLakeError(f"stream {stream!r}: use quarantine() for quarantined records")
-        spec = NORMALIZED[table]
-        rows = conform(data, spec.schema, stream=stream)
+        schema = self._schemas[table]
+        rows = conform(data, schema, stream=stream)
         if rows.num_rows == 0:
             return
         if table not in UNTIMED_TABLES:
             stats.times.append(rows.column("time_ns").to_numpy(zero_copy_only=False))
-            if "sensor_time_ns" in spec.schema.names:
+            if "sensor_time_ns" in schema.names:
                 sensor = rows.column("sensor_time_ns")
                 if sensor.null_count == 0:
                     stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
@@ -231,27 +276,31 @@ class DriveSink:
             _analyse(stats)
         try:
             self._writer(STREAMS.name).write(self._streams_table())
-            for name in NORMALIZED:
+            for name in self._schemas:
                 self._writer(name).close()
         except BaseException:
             self.abort()
             raise
-        rows = {name: self._writers[name].rows_written for name in NORMALIZED}
+        rows = {name: self._writers[name].rows_written for name in self._schemas}
         return NormalizeResult(list(self._streams.values()), rows, {}, self._quarantined)
 
     def publish(self, result: NormalizeResult) -> NormalizeResult:
         """Make every staged table the drive's partition; returns `result` with its files.
 
-        Tables are swapped in one after the other, each atomically.
+        Tables are swapped in one after the other, each atomically; generic tables the drive
+        had before but no longer has lose their partition of this drive.
         """
         if not self._finished:
             raise BridgeLakeError("publish() before stage()")
         try:
-            files = {name: self._writers[name].publish() for name in NORMALIZED}
+            files = {name: self._writers[name].publish() for name in self._schemas}
         except BaseException:
             self.abort()
             raise
         self._writers.clear()
+        for table in self._lake.tables("normalized"):
+            if table.startswith(GENERIC_PREFIX) and table not in self._schemas:
+                self._lake.remove_partition("normalized", table, self._drive)
         return NormalizeResult(result.streams, result.table_rows, files, result.quarantined)
 
     def abort(self) -> None:
@@ -275,7 +324,7 @@ class DriveSink:
                 "normalized",
                 table,
                 self._drive,
-                NORMALIZED[table].schema,
+                self._schemas[table],
                 encode_threads=ENCODE_THREADS.get(table, 1),
             )
         return writer
@@ -314,6 +363,9 @@ class DriveSink:
                 "clock_residual_ns": fit.residual_rms_ns if fit else None,
                 "clock_outliers": fit.outliers if fit else None,
                 "clock_fit_error": s.fit_error,
+                "mapping": s.info.mapping,
+                "ddl_struct": s.info.ddl_struct,
+                "ddl": s.info.ddl,
             }
             for k, v in values.items():
                 cols[k].append(v)

@@ -266,26 +266,55 @@ rules:
 """
 
 
-def test_unmapped_streams_are_quarantined_with_raw_bytes(small, tmp_path):
+def test_unmapped_streams_land_in_generic_tables(small, tmp_path):
+    """Issue 13: no rule is no quarantine. DDL streams land decoded in ddl_<struct> (values
+    checked against the vendor's payload bytes read with numpy), the video stream (no DDL)
+    byte for byte in adtf_payloads."""
     path, _, _, vendor = small
     lake, result = _normalize(tmp_path, path.parent, parse_mapping(CAN_ONLY))
-    q = _table(lake, "quarantine")
-    for stream in ("imu", "gnss", "lidar_top", "front_camera"):
-        s = [s for s in result.streams if s.info.stream == stream]
-        assert len(s) == 1 and s[0].rows_written == 0
-        assert s[0].records_read == s[0].rows_quarantined == len(vendor[stream])
-        assert s[0].info.source_type.startswith("unmapped:")
-        mine = q.filter(pa.compute.equal(q.column("stream"), stream))
-        assert mine.num_rows == len(vendor[stream])
-        reasons = set(mine.column("reason").to_pylist())
-        assert len(reasons) == 1 and reasons.pop().startswith(f"unmapped stream {stream} (")
-        raws = mine.column("raw").to_pylist()
-        assert raws == [raw[:4096] for _, raw in vendor[stream]]
-        assert mine.column("record_index").to_pylist() == list(range(len(vendor[stream])))
-    imu_reason = q.filter(pa.compute.equal(q.column("stream"), "imu")).column("reason")[0]
-    assert imu_reason.as_py() == "unmapped stream imu (adtf/default:tImuData)"
-    assert all(s.conserved for s in result.streams)
+    assert result.quarantined == 0 and all(s.conserved for s in result.streams)
+    imu = _table(lake, "ddl_timudata", "imu")
+    raw = np.frombuffer(b"".join(p for _, p in vendor["imu"]), dtype=synth.IMU_DTYPE)
+    assert imu.num_rows == len(vendor["imu"]) == _stats(result, "imu", "ddl_timudata").rows_written
+    assert [t // 1000 for t in imu.column("time_ns").to_pylist()] == [t for t, _ in vendor["imu"]]
+    assert imu.column("f32AccX").to_numpy().tolist() == raw["acc"][:, 0].tolist()
+    assert imu.column("tmDeviceTime").to_numpy().tolist() == raw["stamp"].tolist()
+    gnss = _table(lake, "ddl_tgnssfix", "gnss")
+    graw = np.frombuffer(b"".join(p for _, p in vendor["gnss"]), dtype=synth.GNSS_DTYPE)
+    assert gnss.column("f64Latitude").to_numpy().tolist() == graw["lat"].tolist()
+    scans = _table(lake, "ddl_tlidarscan", "lidar_top")
+    assert scans.num_rows == len(vendor["lidar_top"])
+    first = vendor["lidar_top"][0][1]
+    head = np.frombuffer(first[: synth.LIDAR_HEAD.itemsize], dtype=synth.LIDAR_HEAD)[0]
+    points = np.frombuffer(first[synth.LIDAR_HEAD.itemsize :], dtype=synth.LIDAR_POINT)
+    assert scans.column("ui32PointCount")[0].as_py() == head["count"] == len(points)
+    assert [p["f32X"] for p in scans.column("aPoints")[0].as_py()] == points["x"].tolist()
+    video = _table(lake, "adtf_payloads", "front_camera")
+    assert video.column("data").to_pylist() == [p for _, p in vendor["front_camera"]]
+    info = _stats(result, "imu", "ddl_timudata").info
+    assert (info.target, info.mapping, info.ddl_struct) == (
+        "generic",
+        "generic: no mapping rule",
+        "tImuData",
+    )
+    assert "tImuData" in info.ddl
+    assert _stats(result, "front_camera", "adtf_payloads").info.target == "payload"
     assert _stats(result, "can_chassis", "can_frames").rows_written == len(vendor["can_chassis"])
+    assert not lake.has_partition("normalized", "quarantine", "d1") or (
+        _table(lake, "quarantine").num_rows == 0
+    )
+
+
+def test_generic_table_of_a_drive_goes_when_its_stream_is_mapped(small, tmp_path):
+    """A re-normalized drive whose struct is now mapped loses its ddl_<struct> partition."""
+    path, *_ = small
+    lake, _ = _normalize(tmp_path, path.parent, parse_mapping(CAN_ONLY))
+    assert lake.has_partition("normalized", "ddl_timudata", "d1")
+    lake, _ = _normalize(tmp_path, path.parent)
+    assert not lake.has_partition("normalized", "ddl_timudata", "d1")
+    assert "ddl_timudata" not in [
+        t for t in lake.tables("normalized") if lake.has_partition("normalized", t, "d1")
+    ]
 
 
 def _write_damaged(path: Path) -> dict[str, list[int]]:
@@ -443,15 +472,14 @@ def test_missing_mapping_file_and_default_loads(tmp_path):
     assert {r.name for r in default.rules} >= {"can_tcandata", "imu_timudata", "video_h264"}
 
 
-def test_rule_naming_missing_element_quarantines_the_stream(small, tmp_path):
+def test_rule_naming_missing_element_sends_the_stream_to_its_generic_table(small, tmp_path):
     path, _, _, vendor = small
     text = CAN_ONLY.replace("ui8Length", "ui8Len")
-    lake, result = _normalize(tmp_path, path.parent, parse_mapping(text))
-    s = _stats(result, "can_chassis", "quarantine")
-    assert (s.rows_written, s.rows_quarantined) == (0, len(vendor["can_chassis"]))
-    q = _table(lake, "quarantine", "can_chassis")
-    assert q.column("reason")[0].as_py() == (
-        "rule can: struct tCANData has no element 'ui8Len' (for 'ui8Len')"
+    _, result = _normalize(tmp_path, path.parent, parse_mapping(text))
+    s = _stats(result, "can_chassis", "ddl_tcandata")
+    assert (s.rows_written, s.rows_quarantined) == (len(vendor["can_chassis"]), 0)
+    assert s.info.mapping == (
+        "generic: rule can cannot apply: struct tCANData has no element 'ui8Len' (for 'ui8Len')"
     )
 
 
@@ -488,15 +516,46 @@ def test_real_files_nothing_lost(real):
     assert q.num_rows == sum(s.rows_quarantined for s in result.streams)
 
 
-def test_real_adtf2_ddl_stream_unmapped_by_default(real):
+def test_real_adtf2_ddl_stream_lands_decoded_by_default(real):
+    """mytype is stored serialized; values checked against the vendor's deserialized bytes."""
     lake, result = real
-    s = _stats(result, "test_serialize", "quarantine")
-    assert (s.records_read, s.rows_quarantined, s.rows_written) == (1000, 1000, 0)
-    q = _table(lake, "quarantine", "test_serialize")
-    assert set(q.column("reason").to_pylist()) == {
-        "unmapped stream test_serialize (adtf2/legacy:mytype)"
-    }
-    assert set(q.column("source_file").to_pylist()) == {"test_file_rec_newfile.dat"}
+    s = _stats(result, "test_serialize", "ddl_mytype")
+    assert (s.records_read, s.rows_quarantined, s.rows_written) == (1000, 0, 1000)
+    rows = _table(lake, "ddl_mytype", "test_serialize")
+    vendor = _vendor_samples(TESTDATA / "test_file_rec_newfile.dat")["test_serialize"]
+    expect = [struct.unpack_from("<IH", raw) for _, raw in vendor]
+    assert rows.column("testval1").to_pylist() == [a for a, _ in expect]
+    assert rows.column("testval2").to_pylist() == [b for _, b in expect]
+    assert rows.column("time_ns").to_pylist() == [t * 1000 for t, _ in vendor]
+
+
+def test_real_files_nothing_quarantined_for_lack_of_a_mapping(real):
+    """Issue 13 acceptance: every sample of the public recordings is a row; per stream (and
+    substream) the counts equal the reader's; payload rows equal the vendor's bytes."""
+    lake, result = real
+    assert result.quarantined == 0
+    rows = {s.info.stream: s.rows_written for s in result.streams}
+    for name in ("test_type_seek.dat", "adtfdat.hexpat.adtfdat", "test_sample_info.dat"):
+        with open_dat(TESTDATA / name) as f:
+            counts: dict[str, int] = {}
+            for sample in f.samples():
+                stream = f.stream(sample.stream_id)
+                subs = stream.stream_type.substreams() if stream.stream_type else {}
+                sub = [n for n, (i, _) in subs.items() if i == sample.substream_id]
+                key = f"{stream.name}/{sub[0]}" if sub else stream.name
+                counts[key] = counts.get(key, 0) + 1
+        for key, n in counts.items():
+            mine = [v for k, v in rows.items() if k == key or k.startswith(f"{key}@")]
+            assert mine and n in mine, (name, key)
+    payloads = _table(lake, "adtf_payloads")
+    vendor = _vendor_samples(TESTDATA / "test_type_seek.dat")
+    got = payloads.filter(pa.compute.equal(payloads.column("stream"), "in2"))
+    assert got.column("data").to_pylist() == [p for _, p in vendor["in2"]]
+    u32 = _table(lake, "ddl_uint32", "substreams1/stream1")
+    assert u32.num_rows == 45 and u32.column("value").to_pylist()[:3] == [102, 103, 104]
+    u8 = _table(lake, "ddl_uint8", "input")
+    vendor = _vendor_samples(TESTDATA / "test_sample_info.dat")["input"]
+    assert u8.column("value").to_pylist() == [p[0] for _, p in vendor]
 
 
 def test_real_adtf2_serialized_struct_through_a_custom_rule(tmp_path):

@@ -181,7 +181,7 @@ def test_clock_drift_and_completeness_findings(tmp_path):
     _, result = _run(tmp_path, feed)
     fit = result.streams[0].fit
     assert fit.drift_ppm == pytest.approx(500.25, abs=0.5)
-    complete, drift, coverage = quality.catalog_findings(result.streams, 3, ["b.dat"])
+    complete, drift, coverage, *_ = quality.catalog_findings(result.streams, 3, ["b.dat"])
     assert coverage.passed  # one stream: nothing to compare
     assert not drift.passed and drift.metadata["over_limit"]["imu0"] > 200
     assert not complete.passed and complete.metadata["without_stream"] == ["b.dat"]

@@ -8,8 +8,10 @@ per layer. The drive is not a column inside the files: it is the Hive partition
 from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec
 from bridge_lake.lake.schemas.calibrated import CALIBRATED
 from bridge_lake.lake.schemas.normalized import (
+    ADTF_PAYLOADS,
     CAMERA_FRAMES,
     CAN_FRAMES,
+    GENERIC_PREFIX,
     GNSS,
     GROUND_TRUTH,
     HEADING,
@@ -39,11 +41,13 @@ TABLES: tuple[TableSpec, ...] = (
 )
 
 __all__ = [
+    "ADTF_PAYLOADS",
     "CALIBRATED",
     "CAMERA_FRAMES",
     "CAN_FRAMES",
     "F32",
     "F64",
+    "GENERIC_PREFIX",
     "GNSS",
     "GROUND_TRUTH",
     "HEADING",

@@ -239,6 +239,32 @@ STREAMS = TableSpec(
         Column("clock_residual_ns", F64, "device clock fit: RMS residual"),
         Column("clock_outliers", pa.int64(), "samples the robust fit excluded"),
         Column("clock_fit_error", pa.string(), "why no clock fit was possible (if device times)"),
+        Column(
+            "mapping",
+            pa.string(),
+            "how the table was chosen: the mapping rule (and its layer), or why the stream "
+            "went to a generic table (ADTF)",
+        ),
+        Column("ddl_struct", pa.string(), "DDL struct describing each sample (ADTF)"),
+        Column(
+            "ddl",
+            pa.string(),
+            "the recording's DDL description of the stream (ADTF): element types, units, enums",
+        ),
+    ),
+)
+
+ADTF_PAYLOADS = TableSpec(
+    "normalized",
+    "adtf_payloads",
+    "ADTF samples of streams without a DDL description (raw media types, anonymous streams), "
+    "kept byte for byte with their stream type.",
+    (
+        Column("time_ns", pa.int64(), "master clock, ns since the Unix epoch", nullable=False),
+        Column("sample_time_ns", pa.int64(), "the sample's own ADTF time stamp, ns"),
+        Column("stream", pa.string(), "ADTF stream name (`stream/substream`)", nullable=False),
+        Column("meta_type", pa.string(), "ADTF meta type (adtf/anonymous, adtf/plaintype, ...)"),
+        Column("data", pa.binary(), "the sample's payload as the vendor reader returns it"),
     ),
 )
 
@@ -272,5 +298,12 @@ SENSOR_TABLES: tuple[TableSpec, ...] = (
     LASER_SCANS,
 )
 """Normalized sensor tables, each keyed by `stream`."""
-NORMALIZED: dict[str, TableSpec] = {t.name: t for t in (*SENSOR_TABLES, STREAMS, QUARANTINE)}
+NORMALIZED: dict[str, TableSpec] = {
+    t.name: t for t in (*SENSOR_TABLES, ADTF_PAYLOADS, STREAMS, QUARANTINE)
+}
+GENERIC_PREFIX = "ddl_"
+"""Generic per-struct tables of the normalized layer are named `ddl_<struct>` (see
+`bridge_lake.normalize.adtf_generic`): one per DDL struct that no mapping rule took, their
+columns the struct's elements. They are not in NORMALIZED because their schemas come from
+the recordings."""
 QUARANTINE_RAW_CAP = 4096
