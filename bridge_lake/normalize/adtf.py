@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.formats.adtf import Sample, Stream, open_dat, sniff
+from bridge_lake.formats.adtf import Sample, Stream, open_dat, recording_parts, sniff
 from bridge_lake.formats.adtf.ddl import DDL, render_ddl, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
@@ -52,7 +52,7 @@ from bridge_lake.normalize.adtf_generic import (
     with_plain_type,
 )
 from bridge_lake.normalize.adtf_mapping import FieldMap, Mapping, Rule, resolve_mapping
-from bridge_lake.normalize.sink import DriveSink, StreamInfo
+from bridge_lake.normalize.sink import SOURCE_SEPARATOR, DriveSink, StreamInfo
 
 RECORDING_SUFFIXES = (".dat", ".adtfdat")
 BATCH_SAMPLES = 50_000
@@ -81,14 +81,75 @@ def normalize_adtf(
     `mapping` is used as given; by default the layered mapping of `resolve_mapping`: the
     drive's own file (drive.yaml `mapping`), the user's (`user_mapping`, else
     `$BRIDGE_LAKE_ADTF_MAPPING`), the packaged `adtf_mapping.yaml`. `files` limits the run to
-    these recordings (inside `drive_dir`).
+    these recordings (inside `drive_dir`). The parts of a split recording are read as one
+    recording (`group_parts`).
     """
     root = Path(drive_dir)
     mapping = resolve_mapping(root, user=user_mapping) if mapping is None else mapping
     used: set[str] = set()
-    for path in find_recordings(root) if files is None else [Path(p) for p in files]:
+    paths = find_recordings(root) if files is None else [Path(p) for p in files]
+    for parts in group_parts(paths):
         with _gc_paused():
-            _normalize_file(path, path.relative_to(root).as_posix(), sink, mapping, used)
+            _normalize_recording(
+                parts, [p.relative_to(root).as_posix() for p in parts], sink, mapping, used
+            )
+
+
+def group_parts(paths: list[Path]) -> list[list[Path]]:
+    """The recordings among `paths`: a split recording's parts as one list in time order,
+    every other file alone; in the order of each recording's first path.
+
+    Parts are found through `referencedfiles` (followed transitively); when a middle part is
+    missing that chain breaks, so parts are also joined by the recorders' naming
+    (`name.dat`, `name_001.dat`, ...) if they reference other parts at all."""
+    given = {p.resolve(): p for p in paths}
+    chains: list[list[Path]] = []
+    seen: set[Path] = set()
+    for p in paths:
+        if p.resolve() in seen:
+            continue
+        try:
+            chain = [given[q] for q in recording_parts(p) if q in given] or [p]
+        except AdtfError:
+            chain = [p]  # unreadable: quarantined as a file of its own
+        seen.update(q.resolve() for q in chain)
+        chains.append(chain)
+    by_base: dict[tuple[Path, str], list[list[Path]]] = {}
+    for chain in chains:
+        by_base.setdefault(_split_base(chain), []).append(chain)
+    out = []
+    for chain in chains:
+        group = by_base.get(_split_base(chain), [chain])
+        if len(group) > 1 and not all(_is_split(c) for c in group):
+            group = [chain]
+        if group[0] is chain:
+            out.append(sorted((p for c in group for p in c), key=_part_number))
+    return out
+
+
+_PART = re.compile(r"^(?P<base>.+)_(?P<n>\d{3,})$")
+
+
+def _part_number(path: Path) -> int:
+    m = _PART.match(path.stem)
+    return int(m["n"]) if m else 0
+
+
+def _split_base(chain: list[Path]) -> tuple[Path, str]:
+    """(folder, recording name without part number) of a chain's first part."""
+    p = chain[0]
+    m = _PART.match(p.stem)
+    return p.parent, (m["base"] if m else p.stem) + p.suffix
+
+
+def _is_split(chain: list[Path]) -> bool:
+    if len(chain) > 1:
+        return True
+    try:
+        with open_dat(chain[0], strict=False) as f:
+            return bool(f.referenced_files)
+    except AdtfError:
+        return False
 
 
 @contextlib.contextmanager
@@ -132,37 +193,61 @@ def _unique(name: str, rel: str, used: set[str]) -> str:
     return out
 
 
-def _normalize_file(path: Path, rel: str, sink: DriveSink, mapping: Mapping, used: set) -> None:
+def _normalize_recording(
+    parts: list[Path], rels: list[str], sink: DriveSink, mapping: Mapping, used: set
+) -> None:
+    """One recording, maybe split: each stream one job across all parts (matched by stream
+    name; stream ids may differ between parts), so it is one stream of one time base."""
+    jobs: dict[str, _Job | _Substreams] = {}
+    for path, rel in zip(parts, rels, strict=True):
+        _normalize_part(path, rel, SOURCE_SEPARATOR.join(rels), sink, mapping, used, jobs)
+    for job in jobs.values():
+        job.finish()
+
+
+def _unreadable(path: Path, rel: str, sink: DriveSink, used: set, exc: AdtfError) -> None:
+    """The whole file is one unreadable record: counted and quarantined, not skipped."""
+    name = _unique(f"{rel}#file", rel, used)
+    sink.declare(StreamInfo(name, UNMAPPED_TABLE, rel, "file:unreadable"))
+    sink.read(name, UNMAPPED_TABLE, 1)
+    sink.quarantine(
+        name,
+        UNMAPPED_TABLE,
+        source_file=rel,
+        reasons=[f"unreadable recording: {exc.reason}"],
+        byte_offset=[exc.offset],
+        byte_length=[path.stat().st_size],
+    )
+
+
+def _normalize_part(
+    path: Path,
+    rel: str,
+    source: str,
+    sink: DriveSink,
+    mapping: Mapping,
+    used: set,
+    jobs: dict[str, _Job | _Substreams],
+) -> None:
+    """One file of a recording into the recording's `jobs` (flushed, not finished)."""
     try:
         f = open_dat(path, strict=False)
     except AdtfError as exc:
-        # The whole file is one unreadable record: counted and quarantined, not skipped.
-        name = _unique(f"{rel}#file", rel, used)
-        sink.declare(StreamInfo(name, UNMAPPED_TABLE, rel, "file:unreadable"))
-        sink.read(name, UNMAPPED_TABLE, 1)
-        sink.quarantine(
-            name,
-            UNMAPPED_TABLE,
-            source_file=rel,
-            reasons=[f"unreadable recording: {exc.reason}"],
-            byte_offset=[exc.offset],
-            byte_length=[path.stat().st_size],
-        )
+        _unreadable(path, rel, sink, used, exc)
         return
     with f:
         data = np.frombuffer(f.view, dtype=np.uint8) if len(f.view) else np.zeros(0, np.uint8)
-        jobs: dict[int, _Job | _Substreams] = {}
+        here: dict[int, _Job | _Substreams] = {}
 
         def job_for(stream: Stream) -> _Job | _Substreams:
-            job = _make_job(
-                stream,
-                _unique(stream.name or f"stream{stream.stream_id}", rel, used),
-                rel,
-                sink,
-                mapping,
-                data,
-            )
-            jobs[stream.stream_id] = job
+            key = stream.name or f"stream{stream.stream_id}"
+            job = jobs.get(key)
+            if job is None:
+                job = jobs[key] = _make_job(
+                    stream, _unique(key, rel, used), rel, sink, mapping, data
+                )
+                _set_part(job, rel, source)
+            here[stream.stream_id] = job
             adds[stream.stream_id] = job.pending.append
             return job
 
@@ -171,18 +256,19 @@ def _normalize_file(path: Path, rel: str, sink: DriveSink, mapping: Mapping, use
             job_for(f.stream(sample[0])).pending.append(sample)
 
         adds: list[Callable[[Sample], None]] = [late] * 65536
+        for job in jobs.values():
+            _set_part(job, rel, source)
         for stream in f.streams:
             job_for(stream)
         samples = f.samples()
         while chunk := list(itertools.islice(samples, CHECK_EVERY)):
             for s in chunk:
                 adds[s[0]](s)
-            for job in jobs.values():
+            for job in here.values():
                 if job.full():
                     job.flush()
-        for job in jobs.values():
-            job.flush()
-            job.finish()
+        for job in here.values():
+            job.flush()  # the samples are views of this file: written before it closes
         issues = list(f.issues.items)
     if issues:
         name = _unique(f"{rel}#issues", rel, used)
@@ -195,6 +281,15 @@ def _normalize_file(path: Path, rel: str, sink: DriveSink, mapping: Mapping, use
             reasons=[f"{type(e).__name__}: {e.reason}" for e in issues],
             byte_offset=[e.offset for e in issues],
         )
+
+
+def _set_part(job: _Job | _Substreams, rel: str, source: str) -> None:
+    """Point a job (and a substream job's children) at the part being read."""
+    if isinstance(job, _Substreams):
+        for child in job.jobs.values():
+            _set_part(child, rel, source)
+        return
+    job.rel, job.source = rel, source
 
 
 def _type_name(stream: Stream) -> str:
@@ -317,6 +412,9 @@ class _Job(ABC):
         self.stream = stream
         self.name = name
         self.rel = rel
+        """the file being read (quarantine rows and errors name it)"""
+        self.source = rel
+        """the recording's file(s) for the catalog: a split recording lists its parts"""
         self.sink = sink
         self.pending: list[Sample] = []
         self.declared = False
@@ -429,23 +527,30 @@ class _Substreams:
         self.pending: list[Sample] = []
 
     def full(self) -> bool:
-        return len(self.pending) >= CHECK_EVERY
+        """Hand the pending samples to the substream jobs and flush those that are full;
+        never full itself."""
+        self._distribute()
+        for job in self.jobs.values():
+            if job.full():
+                job.flush()
+        return False
 
-    def flush(self) -> None:
+    def _distribute(self) -> None:
         for sample in self.pending:
             job = self.jobs.get(sample[6])
             if job is None:
                 job = self.jobs[sample[6]] = self.stray(sample[6])
             job.pending.append(sample)
         self.pending.clear()
+
+    def flush(self) -> None:
+        self._distribute()
         for job in self.jobs.values():
-            if job.full():
-                job.flush()
+            job.flush()
 
     def finish(self) -> None:
         self.flush()
         for job in self.jobs.values():
-            job.flush()
             job.finish()
 
 
@@ -463,7 +568,7 @@ class _PayloadJob(_Job):
             StreamInfo(
                 self.name,
                 self.table,
-                self.rel,
+                self.source,
                 self.source_type(),
                 expected_rate_hz=_measured_rate(batch),
                 mapping=f"payload: {self.why}, no DDL",
@@ -525,7 +630,9 @@ class _StructJob(_Job):
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
         rate = self.rule.expected_rate_hz or _measured_rate(batch)
         return [
-            StreamInfo(self.name, self.table, self.rel, self.source_type(), self.topic(batch), rate)
+            StreamInfo(
+                self.name, self.table, self.source, self.source_type(), self.topic(batch), rate
+            )
         ]
 
     def decode(self, batch: _Batch) -> tuple[np.ndarray, pa.Table | None]:
@@ -648,7 +755,7 @@ class _GenericJob(_StructJob):
             StreamInfo(
                 self.name,
                 self.table,
-                self.rel,
+                self.source,
                 self.source_type(),
                 expected_rate_hz=_measured_rate(batch),
                 mapping=f"generic: {self.why}",
@@ -883,7 +990,7 @@ class _LidarJob(_StructJob):
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
         scans = super().info(batch)[0]
-        points = StreamInfo(self.name, "lidar_points", self.rel, self.source_type(), scans.topic)
+        points = StreamInfo(self.name, "lidar_points", self.source, self.source_type(), scans.topic)
         return [scans, points]
 
     def process(self, batch: _Batch) -> None:
@@ -960,7 +1067,7 @@ class _Video(_Job):
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
         rate = self.rule.expected_rate_hz or self.fps or _measured_rate(batch)
         topic = self.rule.topic.format(stream=self.stream.name) if self.rule.topic else None
-        return [StreamInfo(self.name, self.table, self.rel, self.source_type(), topic, rate)]
+        return [StreamInfo(self.name, self.table, self.source, self.source_type(), topic, rate)]
 
     def process(self, batch: _Batch) -> None:
         buf, offsets, lengths = batch.buffer()
@@ -1106,4 +1213,4 @@ def sps_size(rbsp_with_epb: bytes) -> tuple[int, int] | None:
         return None
 
 
-__all__ = ["find_recordings", "normalize_adtf", "sps_size"]
+__all__ = ["find_recordings", "group_parts", "normalize_adtf", "sps_size"]

@@ -12,7 +12,7 @@ from bridge_lake.landing import LandingZone
 from bridge_lake.memory import release_large_frees
 from bridge_lake.normalize.adtf import normalize_adtf
 from bridge_lake.normalize.nclt import normalize_nclt
-from bridge_lake.normalize.sink import DriveSink, NormalizeResult
+from bridge_lake.normalize.sink import SOURCE_SEPARATOR, DriveSink, NormalizeResult
 
 Normalizer = Callable[[Path, DriveSink], None]
 NORMALIZERS: dict[str, Normalizer] = {"nclt": normalize_nclt, "adtf": normalize_adtf}
@@ -56,7 +56,9 @@ def normalize_drive(
 def covered(recording: str, source_files: set[str]) -> bool:
     """A recording file is covered by a stream whose source_file is the file itself, a
     folder prefix ending in `/` (NCLT scan and image folders hold thousands of files), or a
-    member of it when it is an archive (`<archive>!/<member>`)."""
+    member of it when it is an archive (`<archive>!/<member>`). A split recording's streams
+    name all its parts (`a.dat, a_001.dat`)."""
+    source_files = {f for s in source_files for f in s.split(SOURCE_SEPARATOR)}
     if recording in source_files:
         return True
     return any(

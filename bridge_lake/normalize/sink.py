@@ -36,6 +36,8 @@ from bridge_lake.normalize.quality import value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
 """Tables whose per-row times are not tracked (billions of points; their scans are)."""
+SOURCE_SEPARATOR = ", "
+"""Between the files of one stream's `source_file` (the parts of a split ADTF recording)."""
 ENCODE_THREADS = {"lidar_points": 2}
 """Tables whose Parquet parts are encoded on background threads (see PartitionWriter): lidar
 points are most of a drive's rows, and encoding them costs more than decoding them."""

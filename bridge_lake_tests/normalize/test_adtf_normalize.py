@@ -601,3 +601,69 @@ def test_sps_size_with_cropping(width, height):
     end = data.index(b"\x00\x00\x01", at)
     assert sps_size(data[at:end]) == (width, height)
     assert sps_size(b"\x42") is None
+
+
+# --- split recordings ---------------------------------------------------------------------------
+
+
+def _write_split(folder: Path, names: list[str], per_part: list[int]) -> list[bytes]:
+    """A recording split as ADTF recorders do it: every part a complete file naming its
+    neighbours in `referencedfiles`; the IMU stream runs across the part boundaries (its
+    stream id differs between parts), a payload stream only in some parts. Returns the IMU
+    payloads in time order."""
+    payloads, t, n = [], 1_700_000_000_000_000_000, 0
+    for k, (name, count) in enumerate(zip(names, per_part, strict=True)):
+        refs = tuple(f"./{p}" for p in names[max(k - 1, 0) : k + 2])
+        with DatWriter(folder / name, version=0x0500, referenced_files=refs) as w:
+            if k % 2:
+                w.add_stream("marker")  # shifts the IMU's stream id in odd parts
+            sid = w.add_stream("imu", stream_type=synth._ddl_type("tImuData"))
+            for _ in range(count):
+                rec = np.zeros(1, dtype=synth.IMU_DTYPE)
+                rec["stamp"] = t
+                rec["acc"] = [n, 0.5, 9.81]
+                payloads.append(rec.tobytes())
+                w.write_sample(sid, t, payloads[-1])
+                t += 10_000_000
+                n += 1
+    return payloads
+
+
+def test_split_recording_is_one_recording(tmp_path):
+    """Issue 13: parts continue one stream on one time base; counts conserved across parts;
+    the catalog names every part and the drive's completeness check sees them covered."""
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    names = ["rec.dat", "rec_001.dat", "rec_002.dat"]
+    payloads = _write_split(drive, names, [7, 5, 9])
+    with DatWriter(drive / "other.dat", version=0x0500) as w:  # an independent recorder
+        sid = w.add_stream("imu", stream_type=synth._ddl_type("tImuData"))
+        w.write_sample(sid, 1_700_000_000_000_000_000, payloads[0])
+    lake, result = _normalize(tmp_path / "lake", drive)
+    imu = _stats(result, "imu@rec.dat", "imu")  # other.dat comes first and is `imu`
+    assert (imu.records_read, imu.rows_written, imu.rows_quarantined) == (21, 21, 0)
+    assert imu.info.source_file == "rec.dat, rec_001.dat, rec_002.dat"
+    rows = _table(lake, "imu", "imu@rec.dat")
+    expect = np.frombuffer(b"".join(payloads), dtype=synth.IMU_DTYPE)
+    assert rows.column("linear_acceleration_x").to_pylist() == expect["acc"][:, 0].tolist()
+    assert rows.column("time_ns").to_pylist() == expect["stamp"].tolist()
+    assert imu.order.backward == 0 and imu.order.gaps == 0
+    other = _stats(result, "imu", "imu")
+    assert (other.rows_written, other.info.source_file) == (1, "other.dat")
+    from bridge_lake.normalize.drive import covered
+
+    files = {s.info.source_file for s in result.streams}
+    assert all(covered(n, files) for n in [*names, "other.dat"])
+
+
+def test_split_recording_with_a_missing_part_still_reads(tmp_path):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    names = ["rec.dat", "rec_001.dat", "rec_002.dat"]
+    _write_split(drive, names, [4, 10, 4])
+    (drive / "rec_001.dat").unlink()
+    _, result = _normalize(tmp_path / "lake", drive)
+    imu = _stats(result, "imu", "imu")
+    assert imu.rows_written == 8 and imu.info.source_file == "rec.dat, rec_002.dat"
+    assert imu.order.gaps == 1  # the missing part is a gap, not a silent join
+    assert [s.info.stream for s in result.streams] == ["imu"]
