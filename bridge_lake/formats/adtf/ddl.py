@@ -50,7 +50,8 @@ class Element:
     name: str
     type: str
     arraysize: int | str
-    """A count, or the name of an earlier element holding the count (a dynamic array)."""
+    """A count, or the name of an earlier element holding the count (a dynamic array); the
+    name may be a dotted path into an earlier struct element (`header.ui32Count`)."""
     bytepos: int | None
     bitpos: int | None
     numbits: int | None
@@ -238,18 +239,7 @@ def _validate(ddl: DDL) -> None:
             if code is None and e.type not in ddl.structs:
                 raise DDLError(f"struct {st.name} element {e.name}: unknown type {e.type!r}")
             if isinstance(e.arraysize, str):
-                ref = seen.get(e.arraysize)
-                if ref is None:
-                    raise DDLError(
-                        f"struct {st.name} element {e.name}: arraysize {e.arraysize!r} names "
-                        "no earlier element"
-                    )
-                ref_code = ddl.numpy_code(ref.type)
-                if ref_code is None or ref_code[0] not in "iu" or ref.arraysize != 1:
-                    raise DDLError(
-                        f"struct {st.name} element {e.name}: arraysize element "
-                        f"{e.arraysize!r} is not an integer scalar"
-                    )
+                _count_element(ddl, st, e, seen)
             if e.numbits is not None:
                 if code is None or code[0] == "f":
                     raise DDLError(f"struct {st.name} element {e.name}: bit field of {e.type}")
@@ -258,6 +248,28 @@ def _validate(ddl: DDL) -> None:
             seen[e.name] = e
     for name in ddl.structs:
         _check_cycle(ddl, name, ())
+
+
+def _count_element(ddl: DDL, st: Struct, e: Element, seen: dict[str, Element]) -> Element:
+    """The integer scalar that holds the count of dynamic array `e`: an earlier element of the
+    same struct, or a dotted path into an earlier (non-array) struct element, e.g.
+    `header.ui32Count` (the DDL codec resolves size names relative to the enclosing struct)."""
+    where = f"struct {st.name} element {e.name}: arraysize {e.arraysize!r}"
+    first, *rest = str(e.arraysize).split(".")
+    ref = seen.get(first)
+    if ref is None:
+        raise DDLError(f"{where} names no earlier element")
+    for part in rest:
+        if ref.type not in ddl.structs or ref.arraysize != 1:
+            raise DDLError(f"{where}: {ref.name!r} is not a (non-array) struct element")
+        inner = {x.name: x for x in ddl.structs[ref.type].elements}
+        if part not in inner:
+            raise DDLError(f"{where}: struct {ref.type} has no element {part!r}")
+        ref = inner[part]
+    ref_code = ddl.numpy_code(ref.type)
+    if ref_code is None or ref_code[0] not in "iu" or ref.arraysize != 1:
+        raise DDLError(f"{where} is not an integer scalar")
+    return ref
 
 
 def _check_cycle(ddl: DDL, name: str, stack: tuple[str, ...]) -> None:
@@ -279,6 +291,14 @@ def is_bitfield(ddl: DDL, e: Element) -> bool:
         and code is not None
         and (e.numbits != 8 * int(code[1]) or (e.bitpos or 0) != 0)
     )
+
+
+def is_variable(ddl: DDL, e: Element) -> bool:
+    """True if the element's size depends on the data: a dynamic array, or a struct type that
+    holds one. Serialized positions after such an element are sequential (spec §10.2)."""
+    if isinstance(e.arraysize, str):
+        return True
+    return e.type in ddl.structs and static_size(ddl, e.type, "serialized") is None
 
 
 def static_size(ddl: DDL, name: str, layout: Layout) -> int | None:

@@ -4,18 +4,42 @@ The per-row start offsets are a numpy array, so neither rows nor points (of a dy
 ever become Python objects: every element is one gather over all rows, with its own bounds
 check against each row's sample size, so a lying count cannot read outside its sample or
 allocate more than the samples hold.
+
+Three paths, all giving the same table:
+- a struct of fixed size (no dynamic array anywhere, no bit field) is read with one row
+  gather into a numpy structured array whose fields are the elements (byte order and
+  offsets included), then each field is one strided copy;
+- otherwise element by element in declaration order, positions as numpy arrays per row
+  (serialized positions after a variable-size element are sequential, spec §10.2);
+- an array of a variable-size struct is decoded in rounds: round k decodes instance k of
+  every row that has more than k instances, at that row's cursor; the rounds are then put
+  back into row order. The number of rounds is the largest count, which the bounds check
+  limits to the bytes of the sample.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
-from bridge_lake.formats.adtf.ddl import DDL, Element, Enum, Layout, align, is_bitfield, static_size
+from bridge_lake.formats.adtf.ddl import (
+    DDL,
+    Element,
+    Enum,
+    Layout,
+    align,
+    is_bitfield,
+    is_variable,
+    static_size,
+)
 from bridge_lake.formats.adtf.errors import DDLError
 
 _GATHER_BLOCK = 1 << 22
 """Bytes of gather index built at once: bounds the temporary memory of a decode."""
+
+Columns = list[tuple[pa.Field, pa.Array]]
 
 
 def _gather(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
@@ -32,6 +56,16 @@ def _gather(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+def gather_records(buf: np.ndarray, pos: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """One record of `dtype` (any itemsize, unaligned) at each position: a single take over a
+    byte-strided view of the buffer. The caller guarantees pos + itemsize <= len(buf)."""
+    if len(buf) < dtype.itemsize or not len(pos):
+        return np.empty(len(pos), dtype=dtype)
+    raw = np.dtype((np.void, dtype.itemsize))
+    view = np.ndarray((len(buf) - dtype.itemsize + 1,), dtype=raw, buffer=buf, strides=(1,))
+    return view[pos].view(dtype)  # fancy indexing of void rows: a memcpy each (take is slow)
+
+
 def read_scalars(buf: np.ndarray, pos: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """One value of `dtype` at each position, native byte order."""
     size = dtype.itemsize
@@ -41,7 +75,7 @@ def read_scalars(buf: np.ndarray, pos: np.ndarray, dtype: np.dtype) -> np.ndarra
         usable = len(buf) - len(buf) % size
         values = buf[:usable].view(dtype)[pos // size]
     else:
-        values = _gather(buf, pos, size).view(dtype).reshape(len(pos))
+        values = gather_records(buf, pos, dtype)
     return values.astype(dtype.newbyteorder("="), copy=False)
 
 
@@ -61,58 +95,223 @@ def _bitfield(buf: np.ndarray, pos: np.ndarray, e: Element, code: str) -> np.nda
     return out
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A fixed-size struct as a numpy structured dtype (field i is element i)."""
+
+    dtype: np.dtype
+    elements: tuple[Element, ...]
+    children: tuple[_Plan | None, ...]
+    """The plan of each struct-typed element (None for base types)."""
+
+
 class _Decoder:
     def __init__(self, ddl: DDL, buf: np.ndarray, layout: Layout, path: str | None) -> None:
         self.ddl = ddl
         self.buf = buf
         self.layout = layout
         self.path = path
+        self._plans: dict[str, _Plan | None] = {}
+        self._min_sizes: dict[str, int] = {}
+        self._variable: dict[str, tuple[bool, ...]] = {}
+        self._sizes: dict[str, int | None] = {}
+
+    def static_size(self, name: str) -> int | None:
+        if name not in self._sizes:
+            self._sizes[name] = static_size(self.ddl, name, self.layout)
+        return self._sizes[name]
+
+    def variable(self, name: str) -> tuple[bool, ...]:
+        """Per element of struct `name`: does its size depend on the data?"""
+        if name not in self._variable:
+            elements = self.ddl.struct(name).elements
+            self._variable[name] = tuple(is_variable(self.ddl, e) for e in elements)
+        return self._variable[name]
 
     def fail(self, message: str, pos: np.ndarray, bad: np.ndarray) -> DDLError:
         first = int(np.flatnonzero(bad)[0])
         return DDLError(message, path=self.path, offset=int(pos[first]))
 
-    def struct(
-        self, name: str, base: np.ndarray, limit: np.ndarray
-    ) -> tuple[list[tuple[pa.Field, pa.Array]], np.ndarray]:
-        """Decode struct `name` at every row start `base`; returns columns and row ends."""
+    # -- fixed-size structs: one gather ------------------------------------------------------
+
+    def plan(self, name: str) -> _Plan | None:
+        """The structured dtype of a fixed-size struct, or None where the element-wise path
+        is needed (dynamic arrays, bit fields, empty arrays, names numpy refuses)."""
+        if name in self._plans:
+            return self._plans[name]
+        self._plans[name] = None  # guards recursion; cycles are refused by the parser anyway
         st = self.ddl.struct(name)
         serialized = self.layout == "serialized"
-        columns: list[tuple[pa.Field, pa.Array]] = []
+        names, formats, offsets, children = [], [], [], []
+        cursor = 0
+        plan: _Plan | None = None
+        ok = bool(st.elements)
+        for i, e in enumerate(st.elements):
+            if isinstance(e.arraysize, str) or e.arraysize < 1:
+                ok = False
+                break
+            code = self.ddl.numpy_code(e.type)
+            if code is None:
+                child = self.plan(e.type)
+                size = static_size(self.ddl, e.type, self.layout)
+                if child is None or size is None:
+                    ok = False
+                    break
+                if size != child.dtype.itemsize:  # trailing padding of a deserialized struct
+                    child = _Plan(_resized(child.dtype, size), child.elements, child.children)
+                fmt: np.dtype = child.dtype
+            else:
+                if serialized and is_bitfield(self.ddl, e):
+                    ok = False
+                    break
+                child = None
+                size = int(code[1])
+                fmt = np.dtype(code).newbyteorder(e.byteorder if serialized else "=")
+            if serialized:
+                rel = e.bytepos if e.bytepos is not None else cursor
+            else:
+                rel = align(cursor, e.alignment)
+            names.append(f"f{i}")
+            formats.append(fmt if e.arraysize == 1 else (fmt, (e.arraysize,)))
+            offsets.append(rel)
+            children.append(child)
+            cursor = rel + size * e.arraysize
+        if ok:
+            try:
+                dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets})
+            except (ValueError, TypeError):
+                dtype = None
+            if dtype is not None and dtype.itemsize:
+                plan = _Plan(dtype, st.elements, tuple(children))
+        self._plans[name] = plan
+        return plan
+
+    def fast(self, plan: _Plan, records: np.ndarray) -> tuple[Columns, dict[str, np.ndarray]]:
+        """Columns (and integer scalars, for dynamic counts) of 1-D structured `records`."""
+        columns: Columns = []
+        ints: dict[str, np.ndarray] = {}
+        for i, (e, child) in enumerate(zip(plan.elements, plan.children, strict=True)):
+            sub = records[f"f{i}"]
+            if child is not None:
+                cols, sub_ints = self.fast(child, sub.reshape(-1))
+                array = _struct_array(cols, len(sub.reshape(-1)))
+                if e.arraysize == 1:
+                    ints.update({f"{e.name}.{k}": v for k, v in sub_ints.items()})
+            else:
+                values = sub.astype(sub.dtype.base.newbyteorder("=")).reshape(-1)
+                array = self._arrow(e, values)
+                if e.arraysize == 1 and values.dtype.kind in "iu":
+                    ints[e.name] = values
+            if e.arraysize != 1:
+                array = pa.FixedSizeListArray.from_arrays(array, e.arraysize)
+            columns.append((self._field(e, array), array))
+        return columns, ints
+
+    # -- any struct ----------------------------------------------------------------------------
+
+    def struct(
+        self, name: str, base: np.ndarray, limit: np.ndarray
+    ) -> tuple[Columns, np.ndarray, dict[str, np.ndarray]]:
+        """Decode struct `name` at every row start `base`; returns columns, row ends and the
+        integer scalars by (dotted) name, for dynamic counts further on."""
+        st = self.ddl.struct(name)
+        if not st.elements:
+            raise DDLError(f"struct {name} has no elements to decode", path=self.path)
+        plan = self.plan(name)
+        if plan is not None:
+            size = plan.dtype.itemsize
+            if not len(base) or (
+                int((limit - base).min()) >= size and int(base.max()) + size <= len(self.buf)
+            ):
+                columns, ints = self.fast(plan, gather_records(self.buf, base, plan.dtype))
+                return columns, base + self.static_size(name), ints
+            # some row is too short: the element-wise path names the element and offset
+        serialized = self.layout == "serialized"
+        columns: Columns = []
         ints: dict[str, np.ndarray] = {}
         cursor: int | np.ndarray = 0
         end: int | np.ndarray = 0
-        dynamic = False
-        for e in st.elements:
+        after_variable = False
+        for e, variable in zip(st.elements, self.variable(name), strict=True):
             if serialized:
-                rel = e.bytepos if e.bytepos is not None and not dynamic else cursor
+                rel = e.bytepos if e.bytepos is not None and not after_variable else cursor
             else:
                 rel = align(cursor, e.alignment)
             pos = base + rel
             code = self.ddl.numpy_code(e.type)
-            count = ints[e.arraysize] if isinstance(e.arraysize, str) else e.arraysize
-            if isinstance(count, np.ndarray):
-                dynamic = True
-                if np.any(count < 0):
-                    raise self.fail(f"{name}.{e.name}: negative array count", pos, count < 0)
-                count = count.astype(np.int64)
+            if isinstance(e.arraysize, str):
+                raw = ints.get(e.arraysize)
+                if raw is None:
+                    raise DDLError(
+                        f"{name}.{e.name}: arraysize {e.arraysize!r} is no integer element "
+                        "decoded before it",
+                        path=self.path,
+                    )
+                unit = int(code[1]) if code is not None else self.min_size(e.type)
+                count: int | np.ndarray = self.counts(f"{name}.{e.name}", raw, pos, limit, unit)
+            else:
+                count = e.arraysize
             if code is None:
-                array, width = self._struct_element(e, pos, count, limit)
+                array, width, sub_ints = self._struct_element(e, pos, count, limit)
+                if isinstance(count, int) and count == 1:
+                    ints.update({f"{e.name}.{k}": v for k, v in sub_ints.items()})
             else:
                 array, width, values = self._base_element(e, code, pos, count, limit)
                 if values is not None and code[0] in "iu":
                     ints[e.name] = values
-            meta = {}
-            if e.type in self.ddl.enums:
-                meta[b"ddl_enum"] = e.type.encode()
-            if e.value is not None:
-                meta[b"ddl_value"] = e.value.encode()
-            columns.append((pa.field(e.name, array.type, metadata=meta or None), array))
+            columns.append((self._field(e, array), array))
+            after_variable = after_variable or variable
             cursor = rel + width
             end = np.maximum(end, cursor) if serialized else cursor
         if not serialized:
             end = align(end, st.alignment)
-        return columns, base + end
+        return columns, base + end, ints
+
+    def min_size(self, name: str) -> int:
+        """A lower bound (>= 1) of one instance's bytes: the fixed part of the struct before
+        its first variable-size element. Bounds data-driven counts before any allocation."""
+        if name not in self._min_sizes:
+            size = static_size(self.ddl, name, self.layout)
+            if size is None:
+                size = cursor = 0
+                for e in self.ddl.struct(name).elements:
+                    if is_variable(self.ddl, e):
+                        break
+                    code = self.ddl.numpy_code(e.type)
+                    elem = int(code[1]) if code else static_size(self.ddl, e.type, self.layout)
+                    if self.layout == "serialized":
+                        rel = e.bytepos if e.bytepos is not None else cursor
+                        if is_bitfield(self.ddl, e):
+                            cursor = rel + ((e.bitpos or 0) + e.numbits + 7) // 8
+                        else:
+                            cursor = rel + elem * e.arraysize
+                        size = max(size, cursor)
+                    else:
+                        cursor = size = align(cursor, e.alignment) + elem * e.arraysize
+            self._min_sizes[name] = max(1, size)
+        return self._min_sizes[name]
+
+    def counts(
+        self, what: str, raw: np.ndarray, pos: np.ndarray, limit: np.ndarray, unit: int
+    ) -> np.ndarray:
+        """Validated dynamic array counts: never negative, never more items than the bytes
+        left in the row could hold (so nothing is allocated from an unchecked size)."""
+        if raw.dtype.kind == "i":
+            negative = raw < 0
+            if negative.any():
+                value = int(raw[int(np.flatnonzero(negative)[0])])
+                raise self.fail(f"{what}: negative array count {value}", pos, negative)
+        room = np.maximum(limit - pos, 0)
+        bad = raw.astype(np.float64) * max(unit, 1) > room
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise self.fail(
+                f"{what}: array count {int(raw[first])} runs past the end of its sample "
+                f"({int(room[first])} bytes left)",
+                pos,
+                bad,
+            )
+        return raw.astype(np.int64)
 
     def _check(self, what: str, pos: np.ndarray, width, limit: np.ndarray) -> None:
         bad = pos + width > limit
@@ -150,38 +349,94 @@ class _Decoder:
             return pa.array(values != 0)
         return pa.array(values)
 
+    def _field(self, e: Element, array: pa.Array) -> pa.Field:
+        meta = {}
+        if e.type in self.ddl.enums:
+            meta[b"ddl_enum"] = e.type.encode()
+        if e.value is not None:
+            meta[b"ddl_value"] = e.value.encode()
+        return pa.field(e.name, array.type, metadata=meta or None)
+
     def _struct_element(self, e: Element, pos, count, limit):
-        size = static_size(self.ddl, e.type, self.layout)
+        what = f"element {e.name}"
         if isinstance(count, int) and count == 1:
-            cols, ends = self.struct(e.type, pos, limit)
-            return _struct_array(cols), ends - pos
+            cols, ends, ints = self.struct(e.type, pos, limit)
+            return _struct_array(cols, len(pos)), ends - pos, ints
+        size = self.static_size(e.type)
         if size is None:
-            raise DDLError(
-                f"element {e.name}: arrays of the variable-size struct {e.type} are not "
-                "decodable in one pass",
-                path=self.path,
-            )
+            if isinstance(count, int):  # a fixed count of a variable-size struct
+                count = self.counts(
+                    what, np.full(len(pos), count, np.int64), pos, limit, self.min_size(e.type)
+                )
+                values, ends = self._rounds(e.type, pos, count, limit)
+                return pa.FixedSizeListArray.from_arrays(values, e.arraysize), ends - pos, {}
+            values, ends = self._rounds(e.type, pos, count, limit)
+            offsets = np.concatenate([[0], np.cumsum(count)])
+            return pa.LargeListArray.from_arrays(offsets, values), ends - pos, {}
         step = (
             align(size, self.ddl.struct(e.type).alignment) if self.layout != "serialized" else size
         )
         if isinstance(count, np.ndarray):
             width = count * step
-            self._check(f"element {e.name}", pos, width, limit)
+            self._check(what, pos, width, limit)
             starts = np.cumsum(count) - count
             flat = np.repeat(pos - starts * step, count) + np.arange(int(count.sum())) * step
-            cols, _ = self.struct(e.type, flat, np.repeat(limit, count))
+            cols, _, _ = self.struct(e.type, flat, np.repeat(limit, count))
             offsets = np.concatenate([[0], np.cumsum(count)])
-            return pa.LargeListArray.from_arrays(offsets, _struct_array(cols)), width
+            return (
+                pa.LargeListArray.from_arrays(offsets, _struct_array(cols, len(flat))),
+                width,
+                {},
+            )
         width = count * step
-        self._check(f"element {e.name}", pos, width, limit)
+        self._check(what, pos, width, limit)
         flat = (pos[:, None] + np.arange(count, dtype=np.int64) * step).reshape(-1)
-        cols, _ = self.struct(e.type, flat, np.repeat(limit, count))
-        return pa.FixedSizeListArray.from_arrays(_struct_array(cols), count), width
+        cols, _, _ = self.struct(e.type, flat, np.repeat(limit, count))
+        return pa.FixedSizeListArray.from_arrays(_struct_array(cols, len(flat)), count), width, {}
+
+    def _rounds(
+        self, name: str, pos: np.ndarray, count: np.ndarray, limit: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray]:
+        """`count[i]` consecutive instances of the variable-size struct `name` from `pos[i]`:
+        the instances in row order (a flat struct array) and each row's end position."""
+        order = np.argsort(-count, kind="stable")
+        desc = -count[order]
+        cursor = pos.copy()
+        starts = np.cumsum(count) - count
+        pieces: list[pa.Array] = []
+        dest: list[np.ndarray] = []
+        rounds = int(count.max()) if len(count) else 0
+        for k in range(rounds):
+            rows = order[: int(np.searchsorted(desc, -k, side="left"))]
+            cols, ends, _ = self.struct(name, cursor[rows], limit[rows])
+            cursor[rows] = ends
+            pieces.append(_struct_array(cols, len(rows)))
+            dest.append(starts[rows] + k)
+        if not pieces:  # no instance anywhere: the (empty) type still has to be right
+            cols, _, _ = self.struct(name, pos[:0], limit[:0])
+            return _struct_array(cols, 0), cursor
+        flat = pa.concat_arrays(pieces)
+        where = np.empty(len(flat), dtype=np.int64)
+        where[np.concatenate(dest)] = np.arange(len(flat), dtype=np.int64)
+        return flat.take(pa.array(where)), cursor
 
 
-def _struct_array(columns: list[tuple[pa.Field, pa.Array]]) -> pa.StructArray:
+def _resized(dtype: np.dtype, itemsize: int) -> np.dtype:
+    fields = dtype.fields or {}
+    names = list(dtype.names or ())
+    return np.dtype(
+        {
+            "names": names,
+            "formats": [fields[n][0] for n in names],
+            "offsets": [fields[n][1] for n in names],
+            "itemsize": itemsize,
+        }
+    )
+
+
+def _struct_array(columns: Columns, length: int) -> pa.StructArray:
     if not columns:
-        return pa.StructArray.from_arrays([], fields=[])
+        return pa.array([{}] * length, type=pa.struct([]))
     return pa.StructArray.from_arrays([a for _, a in columns], fields=[f for f, _ in columns])
 
 
@@ -198,13 +453,15 @@ def decode(
     """Decode one struct per (offset, length) sample of `buf` into an Arrow table.
 
     `buf` is typically the whole memory-mapped file and `offsets` the samples' buffer
-    positions in it, so nothing is copied before the per-element gathers. Every element is
-    bounds-checked against its own sample; a violation is a `DDLError` at the byte offset.
+    positions in it, so nothing is copied before the gathers. Every element is bounds-checked
+    against its own sample; a violation (a size element pointing past the end, a negative or
+    huge count) is a `DDLError` at the byte offset, raised before anything is allocated from
+    that size.
     """
     data = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
     base = np.asarray(offsets, dtype=np.int64)
     limit = base + np.asarray(lengths, dtype=np.int64)
     if len(base) and (base.min() < 0 or limit.max() > len(data)):
         raise DDLError("sample offsets lie outside the buffer", path=path)
-    columns, _ = _Decoder(ddl, data, layout, path).struct(struct_name, base, limit)
+    columns, _, _ = _Decoder(ddl, data, layout, path).struct(struct_name, base, limit)
     return pa.Table.from_arrays([a for _, a in columns], schema=pa.schema([f for f, _ in columns]))
