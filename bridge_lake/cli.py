@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
 
@@ -59,23 +60,30 @@ def _cmd_info(args: argparse.Namespace) -> int:
     not an ADTF recording or cannot be read at all."""
     import json
 
-    from bridge_lake.formats.adtf.ifhd import MAGIC
     from bridge_lake.formats.adtf.info import info_dict, render_info
+    from bridge_lake.normalize.adtf_mapping_tools import (
+        placement_rows,
+        placements,
+        render_placements,
+    )
+    from bridge_lake.normalize.mapping_cli import layered_mapping, recording
 
     try:
-        with open(args.file, "rb") as f:
-            head = f.read(len(MAGIC))
-        if head != MAGIC:
-            raise BridgeLakeError(
-                f"{args.file}: not an ADTF recording (it does not start with {MAGIC!r})"
-            )
+        mapping = layered_mapping(recording(args.file), args.mapping)
         d = info_dict(args.file)
+        found = placements(args.file, mapping)
     except (BridgeLakeError, OSError) as exc:
         if not args.json:
             raise
         print(json.dumps({"file": str(args.file), "error": str(exc)}, indent=2))
         return 2
-    print(json.dumps(d, indent=2, sort_keys=True) if args.json else render_info(d), end="")
+    d["mapping_layers"] = [{"layer": o.layer, "file": o.path} for o in mapping.layers]
+    for s in d["streams"]:  # where the normalizer would put it (substreams: one entry each)
+        s["mapping"] = [p.to_json() for p in found.get(s["stream_id"], [])]
+    if args.json:
+        print(json.dumps(d, indent=2, sort_keys=True), end="")
+    else:
+        print(render_info(d) + render_placements(mapping, placement_rows(d, found)), end="")
     if args.json:
         print()
     return 1 if d["issues"] else 0
@@ -329,6 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
     p.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--mapping",
+        type=Path,
+        help="user ADTF mapping YAML for the 'mapped where' column "
+        "(default: $BRIDGE_LAKE_ADTF_MAPPING, if set)",
+    )
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("query", help="run DuckDB SQL over the lake's views (sql/views.sql)")
@@ -427,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, type=float, help=f"default {default}")
     p.set_defaults(func=_cmd_waypoints)
 
+    add_mapping_commands(sub)
     add_scene_commands(sub)
     return parser
 
