@@ -25,6 +25,7 @@ shows up as `out_of_order` in the catalog.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import itertools
 import math
@@ -44,6 +45,7 @@ from bridge_lake.formats.adtf.ddl import DDL, render_ddl, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
 from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize.adtf_clock import RecordingClock, recording_clocks
 from bridge_lake.normalize.adtf_generic import (
     element_columns,
     struct_schema,
@@ -82,17 +84,17 @@ def normalize_adtf(
     drive's own file (drive.yaml `mapping`), the user's (`user_mapping`, else
     `$BRIDGE_LAKE_ADTF_MAPPING`), the packaged `adtf_mapping.yaml`. `files` limits the run to
     these recordings (inside `drive_dir`). The parts of a split recording are read as one
-    recording (`group_parts`).
+    recording (`group_parts`); each recording is put on the master clock (`adtf_clock`).
     """
     root = Path(drive_dir)
     mapping = resolve_mapping(root, user=user_mapping) if mapping is None else mapping
     used: set[str] = set()
     paths = find_recordings(root) if files is None else [Path(p) for p in files]
-    for parts in group_parts(paths):
+    recordings = group_parts(paths)
+    for parts, clock_ in zip(recordings, recording_clocks(recordings), strict=True):
         with _gc_paused():
-            _normalize_recording(
-                parts, [p.relative_to(root).as_posix() for p in parts], sink, mapping, used
-            )
+            rels = [p.relative_to(root).as_posix() for p in parts]
+            _normalize_recording(parts, rels, sink, mapping, used, clock_)
 
 
 def group_parts(paths: list[Path]) -> list[list[Path]]:
@@ -194,13 +196,18 @@ def _unique(name: str, rel: str, used: set[str]) -> str:
 
 
 def _normalize_recording(
-    parts: list[Path], rels: list[str], sink: DriveSink, mapping: Mapping, used: set
+    parts: list[Path],
+    rels: list[str],
+    sink: DriveSink,
+    mapping: Mapping,
+    used: set,
+    clock_: RecordingClock,
 ) -> None:
     """One recording, maybe split: each stream one job across all parts (matched by stream
     name; stream ids may differ between parts), so it is one stream of one time base."""
     jobs: dict[str, _Job | _Substreams] = {}
     for path, rel in zip(parts, rels, strict=True):
-        _normalize_part(path, rel, SOURCE_SEPARATOR.join(rels), sink, mapping, used, jobs)
+        _normalize_part(path, rel, SOURCE_SEPARATOR.join(rels), sink, mapping, used, jobs, clock_)
     for job in jobs.values():
         job.finish()
 
@@ -228,6 +235,7 @@ def _normalize_part(
     mapping: Mapping,
     used: set,
     jobs: dict[str, _Job | _Substreams],
+    clock_: RecordingClock,
 ) -> None:
     """One file of a recording into the recording's `jobs` (flushed, not finished)."""
     try:
@@ -246,7 +254,7 @@ def _normalize_part(
                 job = jobs[key] = _make_job(
                     stream, _unique(key, rel, used), rel, sink, mapping, data
                 )
-                _set_part(job, rel, source)
+                _set_part(job, rel, source, clock_)
             here[stream.stream_id] = job
             adds[stream.stream_id] = job.pending.append
             return job
@@ -257,7 +265,7 @@ def _normalize_part(
 
         adds: list[Callable[[Sample], None]] = [late] * 65536
         for job in jobs.values():
-            _set_part(job, rel, source)
+            _set_part(job, rel, source, clock_)
         for stream in f.streams:
             job_for(stream)
         samples = f.samples()
@@ -283,13 +291,13 @@ def _normalize_part(
         )
 
 
-def _set_part(job: _Job | _Substreams, rel: str, source: str) -> None:
-    """Point a job (and a substream job's children) at the part being read."""
+def _set_part(job: _Job | _Substreams, rel: str, source: str, clock_: RecordingClock) -> None:
+    """Point a job (and a substream job's children) at the part being read and its clock."""
     if isinstance(job, _Substreams):
         for child in job.jobs.values():
-            _set_part(child, rel, source)
+            _set_part(child, rel, source, clock_)
         return
-    job.rel, job.source = rel, source
+    job.rel, job.source, job.clock = rel, source, clock_
 
 
 def _type_name(stream: Stream) -> str:
@@ -415,6 +423,8 @@ class _Job(ABC):
         """the file being read (quarantine rows and errors name it)"""
         self.source = rel
         """the recording's file(s) for the catalog: a split recording lists its parts"""
+        self.clock = RecordingClock(0, "")
+        """the recording's offset to the master clock (added to every chunk time)"""
         self.sink = sink
         self.pending: list[Sample] = []
         self.declared = False
@@ -436,7 +446,13 @@ class _Job(ABC):
     def declare(self, batch: _Batch | None) -> None:
         if not self.declared:
             for info in self.info(batch):
-                self.sink.declare(info)
+                self.sink.declare(
+                    dataclasses.replace(
+                        info,
+                        recording_offset_ns=self.clock.offset_ns,
+                        recording_clock=self.clock.method or None,
+                    )
+                )
             self.declared = True
 
     def flush(self) -> None:
@@ -480,7 +496,7 @@ class _Batch:
     def __init__(self, samples: list[Sample], job: _Job) -> None:
         n = self.n = len(samples)
         cols = list(zip(*samples, strict=True))
-        self.time_ns = np.fromiter(cols[1], dtype=np.int64, count=n)
+        self.time_ns = np.fromiter(cols[1], dtype=np.int64, count=n) + job.clock.offset_ns
         self.sample_time_ns = np.fromiter(cols[2], dtype=np.int64, count=n)
         self.raws: list = list(cols[4])
         self.stream_index = np.fromiter(cols[7], dtype=np.int64, count=n)

@@ -215,6 +215,15 @@ def render_report(
         f"</td><td>{_esc(f.get('format'))}</td><td>{_esc(f.get('problem') or '')}</td></tr>"
         for f in files
     )
+    clocks = {
+        (s.info.source_file, s.info.recording_offset_ns, s.info.recording_clock)
+        for s in streams
+        if s.info.recording_clock
+    }
+    clock_rows = "".join(
+        f'<tr><td>{_esc(f)}</td><td class="num">{o / 1e9:.6f}</td><td>{_esc(m)}</td></tr>'
+        for f, o, m in sorted(clocks, key=lambda c: c[0])
+    )
     reasons = "".join(
         f'<tr><td>{_esc(r)}</td><td class="num">{n}</td></tr>'
         for r, n in sorted((quarantine_reasons or {}).items(), key=lambda x: -x[1])
@@ -237,6 +246,10 @@ with <code>bridge-lake mapping suggest FILE.dat</code>.</p>
 <th>read</th><th>written</th>
 <th>quarantined</th><th>rate Hz</th><th>gaps</th><th>longest gap s</th><th>reordered</th>
 <th>drift ppm</th></tr>{"".join(rows)}</table>
+<h2>Recordings on the master clock</h2>
+<table id="recordings"><tr><th>recording</th><th>offset s</th><th>how</th></tr>{
+        clock_rows or '<tr><td colspan="3">times as recorded</td></tr>'
+    }</table>
 <h2>Quarantine by reason</h2>
 <table id="quarantine"><tr><th>reason</th><th>records</th></tr>{
         reasons or '<tr><td colspan="2">nothing quarantined</td></tr>'

@@ -55,6 +55,9 @@ class StreamInfo:
     expected_rate_hz: float | None = None
     mapping: str | None = None
     """How the table was chosen (a mapping rule, or why a generic table)."""
+    recording_offset_ns: int | None = None
+    recording_clock: str | None = None
+    """What was added to the recording's times for the master clock, and why (ADTF)."""
     ddl_struct: str | None = None
     ddl: str | None = None
     """The DDL describing the stream's samples (ADTF), kept in the catalog."""
@@ -366,6 +369,8 @@ class DriveSink:
                 "clock_outliers": fit.outliers if fit else None,
                 "clock_fit_error": s.fit_error,
                 "mapping": s.info.mapping,
+                "recording_offset_ns": s.info.recording_offset_ns,
+                "recording_clock": s.info.recording_clock,
                 "ddl_struct": s.info.ddl_struct,
                 "ddl": s.info.ddl,
             }

@@ -526,7 +526,11 @@ def test_real_adtf2_ddl_stream_lands_decoded_by_default(real):
     expect = [struct.unpack_from("<IH", raw) for _, raw in vendor]
     assert rows.column("testval1").to_pylist() == [a for a, _ in expect]
     assert rows.column("testval2").to_pylist() == [b for _, b in expect]
-    assert rows.column("time_ns").to_pylist() == [t * 1000 for t, _ in vendor]
+    # the recording counts µs from its start; its header says it started 2014-10-13T07:56:10Z
+    assert s.info.recording_offset_ns == 1_413_186_970 * 10**9
+    assert s.info.recording_clock.startswith("header")
+    offset = s.info.recording_offset_ns
+    assert [t - offset for t in rows.column("time_ns").to_pylist()] == [t * 1000 for t, _ in vendor]
 
 
 def test_real_files_nothing_quarantined_for_lack_of_a_mapping(real):
@@ -667,3 +671,48 @@ def test_split_recording_with_a_missing_part_still_reads(tmp_path):
     assert imu.rows_written == 8 and imu.info.source_file == "rec.dat, rec_002.dat"
     assert imu.order.gaps == 1  # the missing part is a gap, not a silent join
     assert [s.info.stream for s in result.streams] == ["imu"]
+
+
+# --- several recorders in one drive ---------------------------------------------------------
+
+
+def test_two_recorders_fitted_onto_one_master_clock(tmp_path):
+    """Issue 13: two independent recorders (relative µs clocks, header times 1 s apart)
+    record the same CAN bus; they stay separate streams, and the second recording's offset is
+    fitted on the frames both saw: the shared frames land on the same master times."""
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    start = 1_700_000_000  # recorder A's clock starts here (Unix s)
+    late_ns = 2_345_678_000  # recorder B starts 2.345678 s later
+    frames = np.zeros(60, dtype=synth.CAN_DTYPE)
+    frames["id"] = 0x100 + np.arange(60)
+    frames["length"] = 8
+    frames["data"] = np.arange(480, dtype=np.uint8).reshape(60, 8)
+    with DatWriter(drive / "a.dat", version=0x0400, file_time=start) as w:
+        sid = w.add_stream("can", stream_type=synth._ddl_type("tCANData"))
+        for k in range(60):
+            w.write_sample(sid, 1_000_000 + k * 100_000_000, frames[k].tobytes())
+    with DatWriter(drive / "b.dat", version=0x0400, file_time=start + 2) as w:
+        sid = w.add_stream("can", stream_type=synth._ddl_type("tCANData"))
+        for k in range(30, 60):  # B saw the second half of the bus traffic
+            t = 1_000_000 + k * 100_000_000 - late_ns
+            w.write_sample(sid, t + 5_000_000, frames[k].tobytes())  # its clock starts at 5 ms
+    lake, result = _normalize(tmp_path / "lake", drive)
+    a, b = _stats(result, "can", "can_frames"), _stats(result, "can@b.dat", "can_frames")
+    assert a.info.recording_offset_ns == start * 10**9 - 1_000_000
+    assert a.info.recording_clock.startswith("header")
+    assert b.info.recording_clock.startswith("fitted to a.dat on stream can (30 shared")
+    times = _table(lake, "can_frames")
+    ta = dict(
+        zip(
+            _table(lake, "can_frames", "can").column("can_id").to_pylist(),
+            _table(lake, "can_frames", "can").column("time_ns").to_pylist(),
+            strict=True,
+        )
+    )
+    tb = _table(lake, "can_frames", "can@b.dat")
+    assert times.num_rows == 90
+    for can_id, t in zip(
+        tb.column("can_id").to_pylist(), tb.column("time_ns").to_pylist(), strict=True
+    ):
+        assert t == ta[can_id]

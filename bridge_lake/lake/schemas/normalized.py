@@ -245,6 +245,17 @@ STREAMS = TableSpec(
             "how the table was chosen: the mapping rule (and its layer), or why the stream "
             "went to a generic table (ADTF)",
         ),
+        Column(
+            "recording_offset_ns",
+            pa.int64(),
+            "added to the recording's own times to put it on the master clock (ADTF)",
+        ),
+        Column(
+            "recording_clock",
+            pa.string(),
+            "how that offset was found: absolute times, the file header, or fitted to another "
+            "recording on a shared stream (ADTF)",
+        ),
         Column("ddl_struct", pa.string(), "DDL struct describing each sample (ADTF)"),
         Column(
             "ddl",
