@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import struct as pystruct
 
-from bridge_lake.formats.adtf.ddl import DDL, Element, Layout, Struct, align, is_bitfield
+from bridge_lake.formats.adtf.ddl import (
+    DDL,
+    Element,
+    Layout,
+    Struct,
+    align,
+    is_bitfield,
+    is_variable,
+)
 from bridge_lake.formats.adtf.errors import DDLError
 
 
@@ -50,26 +58,49 @@ def _convert_struct(
     out: bytearray,
     dbase: int,
     dl: Layout,
-) -> tuple[int, int]:
+) -> tuple[int, int, dict[str, int]]:
     """Copy one struct from `src` at `sbase` (layout sl) into `out` at `dbase` (layout dl);
-    returns both end positions."""
+    returns both end positions and the struct's integer scalars by (dotted) name."""
     ints: dict[str, int] = {}
     s_cur = d_cur = s_end = d_end = 0
     dynamic = False
     for e in st.elements:
         spos = _elem_pos(sl, e, sbase, s_cur, dynamic)
         dpos = _elem_pos(dl, e, dbase, d_cur, dynamic)
-        count = ints[e.arraysize] if isinstance(e.arraysize, str) else e.arraysize
-        dynamic = dynamic or isinstance(e.arraysize, str)
         code = ddl.numpy_code(e.type)
+        if isinstance(e.arraysize, str):
+            count = ints.get(e.arraysize)
+            if count is None:
+                raise DDLError(
+                    f"{st.name}.{e.name}: arraysize {e.arraysize!r} is no integer element "
+                    "converted before it",
+                    offset=spos,
+                )
+            unit = int(code[1]) if code is not None else 1
+            if count < 0 or count * unit > max(len(src) - spos, 0):
+                raise DDLError(
+                    f"{st.name}.{e.name}: array count {count} runs past the end of the "
+                    f"{len(src)}-byte sample",
+                    offset=spos,
+                )
+        else:
+            count = e.arraysize
+        dynamic = dynamic or is_variable(ddl, e)
         if code is None:
             sub = ddl.struct(e.type)
             s, d = spos, dpos
             for _ in range(count):
-                s, d = _convert_struct(ddl, sub, src, s, sl, out, d, dl)
+                s, d, sub_ints = _convert_struct(ddl, sub, src, s, sl, out, d, dl)
+                if e.arraysize == 1:
+                    ints.update({f"{e.name}.{k}": v for k, v in sub_ints.items()})
             s_w, d_w = s - spos, d - dpos
         else:
             fmt = _STRUCT_CODES[code]
+            if spos + _width(ddl, e, code, count, sl) > len(src):
+                raise DDLError(
+                    f"{st.name}.{e.name} runs past the end of the {len(src)}-byte sample",
+                    offset=spos,
+                )
             value = _read(ddl, e, code, fmt, count, src, spos, sl)
             _write(ddl, e, fmt, count, value, out, dpos, dl)
             if count == 1 and code[0] in "iu":
@@ -83,7 +114,7 @@ def _convert_struct(
     if dl == "deserialized":
         d_end = align(d_end, st.alignment)
     _grow(out, dbase + d_end)
-    return sbase + s_end, dbase + d_end
+    return sbase + s_end, dbase + d_end, ints
 
 
 def _grow(out: bytearray, size: int) -> None:
