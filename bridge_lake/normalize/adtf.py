@@ -315,8 +315,8 @@ def _make_job(
     props = {
         k: p.value for k, p in (stream.stream_type.properties.items() if stream.stream_type else ())
     }
-    rule = mapping.rule_for(stream.name, stream.meta_type, stream.ddl_struct, props)
-    if rule is None:
+    placed = mapping.lookup(stream.name, stream.meta_type, stream.ddl_struct, props)
+    if placed is None:
         subs = substream_streams(stream)
         if subs:
             return _Substreams(
@@ -335,13 +335,18 @@ def _make_job(
                 ),
             )
         return _generic(stream, name, rel, sink, "no mapping rule")
+    rule = placed.rule
+    job: _Job
     if rule.decoder == "video":
-        return _Video(stream, name, rel, sink, rule, props)
-    problem = _check_rule(stream, rule)
-    if problem is not None:
-        return _generic(stream, name, rel, sink, f"rule {rule.name} cannot apply: {problem}")
-    cls = {"struct": _StructJob, "can": _CanJob, "lidar": _LidarJob}[rule.decoder]
-    return cls(stream, name, rel, sink, rule, data)
+        job = _Video(stream, name, rel, sink, rule, props)
+    else:
+        problem = _check_rule(stream, rule)
+        if problem is not None:
+            return _generic(stream, name, rel, sink, f"rule {rule.name} cannot apply: {problem}")
+        cls = {"struct": _StructJob, "can": _CanJob, "lidar": _LidarJob}[rule.decoder]
+        job = cls(stream, name, rel, sink, rule, data)
+    job.mapping = placed.describe()
+    return job
 
 
 def _generic(stream: Stream, name: str, rel: str, sink: DriveSink, why: str) -> _Job:
@@ -423,6 +428,8 @@ class _Job(ABC):
         """the file being read (quarantine rows and errors name it)"""
         self.source = rel
         """the recording's file(s) for the catalog: a split recording lists its parts"""
+        self.mapping: str | None = None
+        """the rule that chose the table and its layer (`Placement.describe`)"""
         self.clock = RecordingClock(0, "")
         """the recording's offset to the master clock (added to every chunk time)"""
         self.sink = sink
@@ -449,6 +456,7 @@ class _Job(ABC):
                 self.sink.declare(
                     dataclasses.replace(
                         info,
+                        mapping=info.mapping or self.mapping,
                         recording_offset_ns=self.clock.offset_ns,
                         recording_clock=self.clock.method or None,
                     )

@@ -91,6 +91,8 @@ def test_every_stream_mapped_and_counted_against_vendor(small):
         assert (s.rows_written, s.rows_quarantined) == (len(vendor[stream]), 0), stream
         assert _table(lake, table, stream).num_rows == len(vendor[stream])
         assert s.conserved
+        assert s.info.mapping.startswith("rule ") and "(default: " in s.info.mapping, stream
+        assert s.info.target == "mapped"
     assert all(s.conserved for s in result.streams)
     assert result.quarantined == 0
 
