@@ -85,7 +85,7 @@ def calibrate_drive(
     extra = json.loads(meta.get("extra_json") or "{}")
     result.deskew = bool(extra.get(DESKEW_KEY, False)) if deskew is None else deskew
     streams = lake.read_partition("normalized", STREAMS.name, drive_id)
-    result.drive_date, result.date_source = _drive_date(meta.get("recorded_at"), streams)
+    result.drive_date, result.date_source = drive_date(meta.get("recorded_at"), streams)
     result.sensor_frames = _sensor_frames(lake, drive_id)
     try:
         if not meta.get("vehicle"):
@@ -166,7 +166,7 @@ def _calibrate(
     writers[FRAMES.name].write(result.frames.table)
 
 
-def _drive_date(recorded_at: str | None, streams: pa.Table) -> tuple[dt.date | None, str]:
+def drive_date(recorded_at: str | None, streams: pa.Table) -> tuple[dt.date | None, str]:
     """drive.yaml's recorded_at (its date part) or, without a usable one, the date of the
     first master time; with where it came from (shown in the rig_found check)."""
     note = "first master time"

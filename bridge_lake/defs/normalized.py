@@ -4,7 +4,7 @@ One multi-asset because one pass over a drive's raw files feeds every table (an 
 holds all sensors); each table is still its own asset with its own checks in the UI.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import dagster as dg
@@ -12,17 +12,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge_lake.calibrate.drive import drive_date
+from bridge_lake.calibrate.rig import RigError, RigNotFoundError, find_rig
 from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.detect import RECORDING_FORMATS
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.geometry.rotations import Transform
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, RAW_DRIVES, RAW_MANIFEST, STREAMS
 from bridge_lake.normalize import quality
 from bridge_lake.normalize.adtf import normalize_adtf
 from bridge_lake.normalize.drive import NORMALIZERS, covered, normalize_drive
+from bridge_lake.normalize.previews import camera_preview, lidar_preview
 from bridge_lake.normalize.report import render_report
 from bridge_lake.normalize.sink import NormalizeResult
 from bridge_lake.progress import Progress
@@ -74,6 +78,10 @@ def write_report(
         reasons = dict(
             zip(counts["reason"].to_pylist(), counts["reason_count"].to_pylist(), strict=True)
         )
+    cameras = lidar = None
+    if published:  # read back a few rows of what was just published (previews.py)
+        cameras = camera_preview(store, drive)
+        lidar = lidar_preview(store, drive, _lidar_to_base(store, drive, meta))
     html = render_report(
         drive,
         result.streams,
@@ -83,8 +91,25 @@ def write_report(
         meta={k: meta.get(k) for k in REPORT_FACTS},
         files=files,
         quarantine_reasons=reasons,
+        cameras=cameras,
+        lidar=lidar,
+        published=published,
     )
     return store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
+
+
+def _lidar_to_base(store: Lake, drive: str, meta: dict) -> Callable[[str], Transform | None] | None:
+    """A sensor frame's pose in base_link from the drive's rig, so the report shows its lidar
+    scan from above; None without a rig (the calibrated layer's rig_found check says why)."""
+    streams = store.read_partition("normalized", STREAMS.name, drive, columns=["first_time_ns"])
+    date, _ = drive_date(meta.get("recorded_at"), streams)
+    if not meta.get("vehicle") or date is None:
+        return None
+    try:
+        rig = find_rig(meta["vehicle"], date)
+    except (RigError, RigNotFoundError):
+        return None
+    return lambda frame: rig.to_base(frame) if frame in rig.frames else None
 
 
 def streams_markdown(result: NormalizeResult) -> str:

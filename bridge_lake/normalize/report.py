@@ -1,11 +1,14 @@
-"""The per-drive HTML report of the normalized layer: timeline, rates, gaps, GNSS, clocks.
+"""The per-drive HTML report of the normalized layer: timeline, rates, gaps, GNSS, clocks,
+camera thumbnails and one lidar scan from above.
 
-Self-contained HTML with inline SVG (no JavaScript, no plotting dependency), so it opens
-from the lake in any browser, offline, and is small enough to keep beside the tables.
+Self-contained HTML with inline SVG and small JPEG/PNG data URIs (no JavaScript, no plotting
+dependency), so it opens from the lake in any browser, offline, and is small enough to keep
+beside the tables (the pictures are bounded in number and size, see previews.py).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import html
 import json
@@ -14,6 +17,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from bridge_lake import clock
+from bridge_lake.normalize.previews import (
+    COLORMAP,
+    LIDAR_SIZE,
+    CameraPreview,
+    LidarPreview,
+    Thumbnail,
+    nice_floor,
+)
 from bridge_lake.normalize.sink import StreamStats
 
 WIDTH = 900
@@ -31,6 +42,9 @@ PALETTE = (
     "#bab0ac",
 )
 MAX_TRACK_POINTS = 2000
+UNPUBLISHED = "<p>Not shown: blocking checks failed, so this run published no tables.</p>"
+EARTH_RADIUS_M = 6_371_008.8
+"""Mean Earth radius: metres per radian for the track's scale bar (0.5 % is plenty)."""
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
@@ -38,6 +52,9 @@ h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
 table { border-collapse: collapse; } td, th { padding: 3px 8px; border-bottom: 1px solid #ddd; }
 th { text-align: left; background: #f4f4f4; } td.num { text-align: right; }
 .bad { color: #b00; font-weight: 600; } svg text { font: 11px system-ui, sans-serif; }
+.strip { display: flex; gap: 6px; flex-wrap: wrap; align-items: flex-end; }
+figure { margin: 0; } figcaption { font-size: 11px; color: #555; }
+.camera h3 { font-size: 13px; margin: 12px 0 4px; } #lidar img, #lidar svg { display: block; }
 """
 
 
@@ -115,6 +132,53 @@ def _bars(
     return "".join(parts)
 
 
+def _signed_bars(values: list[tuple[str, float]], unit: str, svg_id: str) -> str:
+    """Horizontal bars from a zero line: negative values to its left, positive to its right
+    (clock drift: a device clock running slow or fast)."""
+    if not values:
+        return "<p>None.</p>"
+    lo = min(0.0, *(v for _, v in values))
+    hi = max(0.0, *(v for _, v in values))
+    span = (hi - lo) or 1.0
+    label_w, plot_w = 230, WIDTH - 340
+    zero = label_w + (0.0 - lo) / span * plot_w
+    height = ROW * len(values) + 24
+    parts = [f'<svg id="{svg_id}" width="{WIDTH}" height="{height}" role="img">']
+    for i, (name, v) in enumerate(values):
+        y = 5 + i * ROW
+        x = label_w + (v - lo) / span * plot_w
+        left, w = min(x, zero), max(abs(x - zero), 1.0)
+        color = "#e15759" if v < 0 else "#4e79a7"
+        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        parts.append(
+            f'<rect x="{left:.1f}" y="{y}" width="{w:.1f}" height="16" fill="{color}" '
+            f'data-value="{v:.6g}"/>'
+        )
+        parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 13}">{v:+.3g} {unit}</text>')
+    axis_y = 5 + len(values) * ROW
+    parts.append(
+        f'<line class="zero" x1="{zero:.1f}" x2="{zero:.1f}" y1="0" y2="{axis_y}" '
+        'stroke="#222" stroke-width="1"/>'
+        f'<text x="{zero - 3:.1f}" y="{axis_y + 14}">0</text>'
+    )
+    if lo < 0:
+        parts.append(f'<text x="{label_w}" y="{axis_y + 14}">{lo:+.3g}</text>')
+    if hi > 0:
+        parts.append(f'<text x="{label_w + plot_w - 40}" y="{axis_y + 14}">{hi:+.3g}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _scale_bar(x: float, y: float, metres: float, px: float, svg_id: str) -> str:
+    """A scale bar of `px` pixels standing for `metres`, left end at (x, y)."""
+    label = f"{metres / 1000:g} km" if metres >= 1000 else f"{metres:g} m"
+    return (
+        f'<g id="{svg_id}" data-metres="{metres:g}" data-px="{px:.2f}">'
+        f'<path d="M{x:.1f},{y - 4:.1f}v4h{px:.1f}v-4" fill="none" stroke="#222" '
+        f'stroke-width="1.5"/><text x="{x + px + 6:.1f}" y="{y + 1:.1f}">{label}</text></g>'
+    )
+
+
 def _track(lat: np.ndarray, lon: np.ndarray) -> str:
     ok = ~(np.isnan(lat) | np.isnan(lon))
     lat, lon = lat[ok], lon[ok]
@@ -129,12 +193,85 @@ def _track(lat: np.ndarray, lon: np.ndarray) -> str:
     px = 10 + x / extent * (size - 20)
     py = size - 10 - y / extent * (size - 20)
     points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px, py, strict=True))
+    extent_m = np.radians(extent) * EARTH_RADIUS_M  # degrees of latitude (lon scaled) → m
+    bar_m = nice_floor(0.3 * extent_m)
+    bar = _scale_bar(10, size + 16, bar_m, bar_m / extent_m * (size - 20), "gnss-scale")
     return (
-        f'<svg id="gnss-track" width="{size}" height="{size}" role="img" '
-        f'style="border:1px solid #ddd"><polyline points="{points}" fill="none" '
-        f'stroke="#4e79a7" stroke-width="2"/></svg>'
+        f'<svg id="gnss-track" width="{size}" height="{size + 24}" role="img">'
+        f'<rect x="0.5" y="0.5" width="{size - 1}" height="{size - 1}" fill="none" '
+        f'stroke="#ddd"/><polyline points="{points}" fill="none" '
+        f'stroke="#4e79a7" stroke-width="2"/>{bar}</svg>'
         f"<p>{lat.size * step} fixes, lat {lat.min():.6f}…{lat.max():.6f}°, "
         f"lon {lon.min():.6f}…{lon.max():.6f}°</p>"
+    )
+
+
+def _data_uri(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+
+
+def _thumb(t: Thumbnail, t0: int | None) -> str:
+    rel = f"{(t.time_ns - t0) / clock.NS_PER_S:+.1f} s" if t0 is not None else ""
+    if t.jpeg is None:
+        return (
+            f'<figure class="undecoded"><div>not decoded: {_esc(t.problem)}</div>'
+            f"<figcaption>{rel}</figcaption></figure>"
+        )
+    return (
+        f'<figure><img class="thumb" src="{_data_uri("image/jpeg", t.jpeg)}" '
+        f'width="{t.width}" height="{t.height}" alt="{_esc(t.camera)} {rel}" '
+        f'title="{_utc(t.time_ns)}"><figcaption>{rel}</figcaption></figure>'
+    )
+
+
+def _cameras(preview: CameraPreview | None, t0: int | None) -> str:
+    if preview is None or not preview.cameras:
+        return '<p id="cameras">No camera frames.</p>'
+    by_camera: dict[str, list[Thumbnail]] = {}
+    for t in preview.thumbnails:
+        by_camera.setdefault(t.camera, []).append(t)
+    blocks = [
+        f'<div class="camera"><h3>{_esc(c)}</h3><div class="strip">'
+        + "".join(_thumb(t, t0) for t in thumbs)
+        + "</div></div>"
+        for c, thumbs in by_camera.items()
+    ]
+    left = [c for c in preview.cameras if c not in by_camera]
+    note = f"<p>No thumbnails for: {_esc(', '.join(left))}.</p>" if left else ""
+    return (
+        f'<div id="cameras">{"".join(blocks)}</div>{note}'
+        f"<p>{len(preview.thumbnails)} frames of {len(preview.cameras)} cameras, upright, "
+        f"time from the drive's start; {preview.bytes_read / 1e6:.1f} MB of frames read.</p>"
+    )
+
+
+def _lidar(preview: LidarPreview | None, t0: int | None) -> str:
+    if preview is None:
+        return '<p id="lidar">No lidar scans.</p>'
+    px_per_m = (LIDAR_SIZE - 2) / (2 * preview.half_extent_m)
+    bar_m = nice_floor(0.5 * preview.half_extent_m)
+    stops = "".join(
+        f'<stop offset="{i / (len(COLORMAP) - 1):.2f}" stop-color="rgb({r:.0f},{g:.0f},{b:.0f})"/>'
+        for i, (r, g, b) in enumerate(COLORMAP)
+    )
+    legend = (
+        f'<svg id="lidar-legend" width="{LIDAR_SIZE}" height="46" role="img">'
+        f'<defs><linearGradient id="height-colours">{stops}</linearGradient></defs>'
+        f"{_scale_bar(4, 16, bar_m, bar_m * px_per_m, 'lidar-scale')}"
+        f'<rect x="4" y="26" width="{LIDAR_SIZE - 8}" height="8" fill="url(#height-colours)"/>'
+        f'<text x="4" y="45">z {preview.z_low_m:.1f} m</text>'
+        f'<text x="{LIDAR_SIZE - 70}" y="45">z {preview.z_high_m:.1f} m</text></svg>'
+    )
+    rel = f" ({(preview.time_ns - t0) / clock.NS_PER_S:+.1f} s)" if t0 is not None else ""
+    return (
+        f'<figure id="lidar"><img id="lidar-preview" '
+        f'src="{_data_uri("image/png", preview.png)}" width="{LIDAR_SIZE}" '
+        f'height="{LIDAR_SIZE}" alt="lidar scan {preview.scan_id} from above">{legend}'
+        f"<figcaption>{_esc(preview.stream)} scan {preview.scan_id} at "
+        f"{_utc(preview.time_ns)}{rel}: {preview.points:,} points, {preview.shown:,} inside "
+        f"±{preview.half_extent_m:g} m; in {_esc(preview.frame)}, x up, y to the left, the "
+        f"red cross at the origin; colour: height z, low dark blue to high yellow."
+        f"</figcaption></figure>"
     )
 
 
@@ -164,10 +301,15 @@ def render_report(
     meta: Mapping[str, object] | None = None,
     files: Sequence[Mapping[str, object]] = (),
     quarantine_reasons: Mapping[str, int] | None = None,
+    cameras: CameraPreview | None = None,
+    lidar: LidarPreview | None = None,
+    published: bool = True,
 ) -> str:
     """The report as one HTML document (UTF-8). `meta` is the drive's drive.yaml facts,
     `files` its raw manifest rows (path, size_bytes, format), `quarantine_reasons` the
-    quarantined records counted by reason."""
+    quarantined records counted by reason, `cameras` and `lidar` the pictures read back
+    from the published partitions (previews.py); without `published` (blocking checks
+    rejected the drive) the lake holds no pictures of this run to show."""
     rows = []
     order = {"mapped": 0, "generic": 1, "payload": 2, "quarantine": 3}
     for s in sorted(streams, key=lambda s: (order[s.info.target], s.info.table, s.info.stream)):
@@ -198,9 +340,10 @@ def render_report(
         for s in streams
         if s.mean_rate_hz
     ]
-    drift = [(f"{s.info.table}/{s.info.stream}", s.fit.drift_ppm, None) for s in streams if s.fit]
+    drift = [(f"{s.info.table}/{s.info.stream}", s.fit.drift_ppm) for s in streams if s.fit]
     firsts = [s.first_time_ns for s in streams if s.first_time_ns is not None]
     lasts = [s.last_time_ns for s in streams if s.last_time_ns is not None]
+    t0 = min(firsts) if firsts else None
     facts = {k: v for k, v in (meta or {}).items() if v not in (None, "", [], ())}
     facts_html = "".join(
         f"<tr><th>{_esc(k)}</th><td>{_esc(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
@@ -255,7 +398,10 @@ with <code>bridge-lake mapping suggest FILE.dat</code>.</p>
         reasons or '<tr><td colspan="2">nothing quarantined</td></tr>'
     }</table>
 <h2>GNSS track</h2>{_track(lat_deg, lon_deg)}
-<h2>Device clock drift against the master clock</h2>{_bars(drift, "ppm", "drift")}
+<h2>Cameras</h2>{_cameras(cameras, t0) if published else UNPUBLISHED}
+<h2>Lidar: one scan from above</h2>{_lidar(lidar, t0) if published else UNPUBLISHED}
+<h2>Device clock drift against the master clock (+: the device clock runs slow, -: fast)</h2>
+{_signed_bars(drift, "ppm", "drift")}
 <h2>Files</h2>
 <table id="files"><tr><th>file</th><th>bytes</th><th>format</th><th>problem</th></tr>
 {file_rows}</table>
