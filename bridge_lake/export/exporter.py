@@ -55,6 +55,7 @@ from bridge_lake.export.writers import (
 )
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+from bridge_lake.lake.storage import replace_local
 from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
@@ -447,9 +448,7 @@ def export_drive(
         if isinstance(exc, OSError):
             raise ExportError(f"writing {out} failed: {exc.strerror or exc}") from exc
         raise
-    if out.exists():
-        _remove(out)
-    os.replace(tmp, out)
+    replace_local(str(tmp), str(out))  # the previous export stays until this one replaces it
     result.bytes = _size(out)
     result.seconds = time.perf_counter() - t_start
     return result

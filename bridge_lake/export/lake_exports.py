@@ -1,8 +1,9 @@
 """A drive's exports inside the lake: `<lake>/exports/drive=<id>/<id>.<ext>`, each checked.
 
-Used by the `exports` asset: every requested format is written (locally straight into the
-exports folder under a temporary name, for an object-store lake into a local temporary
-folder and then uploaded), and each file is re-opened by independent readers
+Used by the `exports` asset: every requested format is written (locally into the lake's
+staging area and then renamed over the previous export in one step, so a killed run leaves
+nothing in the exports folder but the old or the new file; for an object-store lake into a
+local temporary folder and then uploaded), and each file is re-opened by independent readers
 (`export.health`) against what the lake says it should hold: the topic's source rows in
 the export, and the nominal rates of the streams behind single-stream topics.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
 from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+from bridge_lake.lake.storage import replace_local
 from bridge_lake.landing import LandingZone
 
 SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
@@ -78,11 +81,20 @@ def export_to_lake(
     name = f"{drive}{SUFFIX[fmt]}"
     folder = exports_dir(lake.base, drive)
     request = ExportRequest(**{**request.__dict__, "format": fmt, "force": True})
-    if lake.is_local:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        result = export_drive(lake, drive, Path(folder) / name, request, progress=progress)
-        health = _check(lake, drive, result)
-        return LakeExport(result, health, str(result.path))
+    if lake.is_local:  # staged on the lake's filesystem, then renamed into place whole
+        staging = Path(lake.new_staging_dir())
+        staging.mkdir(parents=True)
+        try:
+            result = export_drive(lake, drive, staging / name, request, progress=progress)
+            health = _check(lake, drive, result)
+            target = Path(folder) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            replace_local(str(result.path), str(target))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        result.path = target
+        health.path = str(target)
+        return LakeExport(result, health, str(target))
     with tempfile.TemporaryDirectory(prefix="bridge_lake_export_") as tmp:
         result = export_drive(lake, drive, Path(tmp) / name, request, progress=progress)
         health = _check(lake, drive, result)

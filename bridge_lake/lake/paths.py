@@ -23,6 +23,8 @@ MAX_NAME_LENGTH = 64
 _NAME_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$")
 STAGING_DIR = "_staging"
 """Scratch area for atomic writes, outside every table so no reader's glob can see it."""
+LOCKS_DIR = "_locks"
+"""One lock per drive (bridge_lake.lake.locks), outside every table like the staging area."""
 
 
 def validate_drive_id(drive_id: str) -> str:

@@ -14,6 +14,7 @@ import errno
 import os
 import posixpath
 import secrets
+import shutil
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -75,6 +76,26 @@ def _exchange(a: str, b: str) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.ENOTSUP):
         return False
     raise OSError(err, os.strerror(err), b)
+
+
+def replace_local(src: str, dst: str) -> None:
+    """Put `src` (a file or a folder) at `dst` in one step, replacing what is there: a reader
+    sees the old one or the new one, never neither and never half. A file is renamed over
+    the old file; a folder is swapped with the old one (RENAME_EXCHANGE), which is then
+    deleted. Only where the filesystem cannot swap is the old folder moved aside first."""
+    if not os.path.isdir(dst):
+        os.replace(src, dst)
+        return
+    if _exchange(src, dst):
+        old = src  # the swap left the previous one here
+    else:
+        old = f"{src}.old"
+        os.replace(dst, old)
+        os.replace(src, dst)
+    if os.path.isdir(old):
+        shutil.rmtree(old)
+    else:
+        os.unlink(old)
 
 
 def _fsync(path: str) -> None:
@@ -188,7 +209,7 @@ class Lake(FsRoot):
         if not self.fs.exists(pdir):
             return
         if self.is_local:
-            trash = self._new_staging_dir()
+            trash = self.new_staging_dir()
             os.makedirs(posixpath.dirname(trash), exist_ok=True)
             os.replace(pdir, trash)
             pdir = trash
@@ -263,8 +284,9 @@ class Lake(FsRoot):
         """Write a small file (report, manifest) atomically at `<root>/<relative_path>`."""
         target = posixpath.join(self.base, paths.safe_relative(relative_path))
         self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-        if self.is_local:
-            tmp = f"{target}.{secrets.token_hex(6)}.tmp"
+        if self.is_local:  # staged outside the tables: a killed run leaves nothing beside it
+            tmp = self.new_staging_dir()
+            os.makedirs(posixpath.dirname(tmp), exist_ok=True)
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -288,7 +310,9 @@ class Lake(FsRoot):
                 swept.append(entry.path)
         return swept
 
-    def _new_staging_dir(self) -> str:
+    def new_staging_dir(self) -> str:
+        """A fresh path in the staging area (local lakes: on the lake's filesystem, so a
+        rename publishes it; swept by `sweep_staging` if a killed run leaves it)."""
         return posixpath.join(self.base, paths.STAGING_DIR, secrets.token_hex(8))
 
 
@@ -322,7 +346,7 @@ class PartitionWriter:
         self._schema = schema
         self._rows_per_part = rows_per_part
         self._row_group_rows = row_group_rows
-        self._staging = lake._new_staging_dir()
+        self._staging = lake.new_staging_dir()
         self._fs.makedirs(self._staging, exist_ok=True)
         self._parts: list[str] = []
         self._part_open = False
@@ -534,18 +558,8 @@ class PartitionWriter:
             self._pool = None
 
     def _publish_local(self) -> None:
-        parent = posixpath.dirname(self._target)
-        os.makedirs(parent, exist_ok=True)
-        if os.path.exists(self._target) and _exchange(self._staging, self._target):
-            self._fs.rm(self._staging, recursive=True)  # now holds the previous partition
-        else:  # first write, or a filesystem without RENAME_EXCHANGE
-            old = None
-            if os.path.exists(self._target):
-                old = self._staging + ".old"
-                os.replace(self._target, old)
-            os.replace(self._staging, self._target)
-            if old is not None:
-                self._fs.rm(old, recursive=True)
+        os.makedirs(posixpath.dirname(self._target), exist_ok=True)
+        replace_local(self._staging, self._target)
         self.published = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
 
     def _publish_object_store(self) -> None:
