@@ -4,10 +4,10 @@ camera thumbnails per camera spread over the drive and a top-down view of one li
 The report must stay cheap beside normalizing, whatever the drive's size, so only a handful
 of rows are read: the small index columns of camera_frames (time, camera, encoding, key
 frame flag) to choose frames, then the `data` column of just the row groups holding them
-(one row group in memory at a time, and at most MAX_READ_BYTES of them in all: a row group of
-images is one Parquet page, so it is the unit of reading); one lidar scan's points through a
-`scan_id` filter that Parquet statistics prune to one or two row groups. Frames are decoded
-with PyAV (H.264 from a key frame alone; TIFF, PNG, JPEG; raw rgb8/bgr8/mono8 with numpy),
+(one row group in memory at a time, and beyond each camera's first thumbnail at most
+MAX_READ_BYTES of them: a row group of images is one Parquet page, so it is the unit of
+reading); one lidar scan's points through a `scan_id` filter that Parquet statistics prune
+to one or two row groups. Frames are decoded with PyAV (H.264 from a key frame alone; TIFF, PNG, JPEG; raw rgb8/bgr8/mono8 with numpy),
 scaled to THUMB_WIDTH, turned upright and stored as small JPEGs (at most MAX_THUMB_BYTES).
 """
 
@@ -36,9 +36,10 @@ JPEG_QUALITY = (4, 12)
 """mjpeg quantizer scales tried in turn (lower is finer) until a thumbnail fits."""
 MAX_THUMB_BYTES = 24_000
 MAX_READ_BYTES = 512 << 20
-"""Compressed bytes of camera data read for thumbnails in all: a drive of large TIFFs gets
-fewer thumbnails rather than a long read (every camera gets its first one before any its
-second)."""
+"""Compressed bytes of camera data read for more than one thumbnail per camera: a drive of
+large TIFFs gets fewer thumbnails rather than a long read. Every camera shown gets its first
+thumbnail whatever it costs (at most MAX_CAMERAS row groups)."""
+READ_BUFFER_BYTES = 1 << 20
 INDEX_COLUMNS = ["time_ns", "camera", "encoding", "is_keyframe", "width", "height", "rotate_cw_deg"]
 RAW_FORMATS = {"rgb8": "rgb24", "bgr8": "bgr24", "mono8": "gray"}
 """camera_frames raw pixel encodings → PyAV pixel formats."""
@@ -126,7 +127,7 @@ def camera_preview(
         key = (p.file, p.group)
         if key not in by_group:
             cost = _data_bytes(lake, files[p.file], p.group)
-            if by_group and read + cost > max_read:
+            if p.rank > 0 and read + cost > max_read:
                 continue
             read += cost
         by_group.setdefault(key, []).append(p)
@@ -202,9 +203,11 @@ def _choose(index: dict[str, np.ndarray], per_camera: int) -> tuple[list[_Pick],
 
 @contextlib.contextmanager
 def _open(lake: Lake, path: str) -> Iterator[pq.ParquetFile]:
+    """A part file read through a 1 MiB buffer instead of pre-buffering whole column chunks:
+    reading a row group of images then peaks at about 1.5x its size instead of 3x."""
     with contextlib.ExitStack() as stack:
         source = path if lake.is_local else stack.enter_context(lake.fs.open(path, "rb"))
-        yield pq.ParquetFile(source)
+        yield pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
 
 
 def _data_bytes(lake: Lake, path: str, group: int) -> int:

@@ -359,7 +359,7 @@ def test_report_without_camera_or_lidar_says_so(tmp_path):
 
 def test_camera_preview_reads_within_its_budget(tmp_path):
     """Row groups of images are read whole, so the preview stops adding row groups at its
-    byte budget, giving every camera its first thumbnail before any its second."""
+    byte budget; every camera gets its first thumbnail before any its second."""
     lake = Lake(str(tmp_path / "lake"))
     n = 20
     raw = np.full((40, 50, 3), 128, np.uint8).tobytes()
@@ -379,3 +379,5 @@ def test_camera_preview_reads_within_its_budget(tmp_path):
     some = camera_preview(lake, "d", max_read=int(3.5 * per_group))
     assert sorted(t.camera for t in some.thumbnails) == ["a", "a", "b"]
     assert some.bytes_read <= 3.5 * per_group
+    least = camera_preview(lake, "d", max_read=1)  # still one thumbnail for every camera
+    assert sorted(t.camera for t in least.thumbnails) == ["a", "b"]
