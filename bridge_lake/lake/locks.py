@@ -94,13 +94,26 @@ class LockHolder:
 
 
 class DriveLockedError(BridgeLakeError):
-    """Another writer holds the drive's lock (and waiting, if allowed, did not help)."""
+    """Another writer holds the drive's lock (and waiting, if allowed, did not help), or took
+    it over while this one held it (`lost`: its lease ran out, e.g. the process was paused)."""
 
-    def __init__(self, drive_id: str, holder: LockHolder | None, lock: str, waited_s: float):
+    def __init__(
+        self,
+        drive_id: str,
+        holder: LockHolder | None,
+        lock: str,
+        waited_s: float = 0.0,
+        *,
+        lost: bool = False,
+    ) -> None:
         self.drive_id, self.holder, self.lock = drive_id, holder, lock
         who = str(holder) if holder else "another writer (not yet recorded)"
-        waited = f"; gave up after waiting {waited_s:.0f} s" if waited_s else ""
-        super().__init__(f"drive {drive_id} is being written by {who}{waited} (lock {lock})")
+        if lost:
+            message = f"drive {drive_id}: the lock was taken over by {who} while this run held it"
+        else:
+            waited = f"; gave up after waiting {waited_s:.0f} s" if waited_s else ""
+            message = f"drive {drive_id} is being written by {who}{waited}"
+        super().__init__(f"{message} (lock {lock})")
 
 
 def lock_path(lake: Lake, drive_id: str) -> str:
@@ -136,7 +149,8 @@ def drive_lock(
         if holder is ACQUIRED:
             break
         if time.monotonic() >= deadline:
-            raise DriveLockedError(drive_id, holder, url, time.monotonic() - start)
+            waited = time.monotonic() - start if wait_s > 0 else 0.0
+            raise DriveLockedError(drive_id, holder, url, waited)
         if on_wait is not None and not told:
             on_wait(holder)
             told = True
@@ -146,7 +160,7 @@ def drive_lock(
     finally:
         lost = lock.release()
     if lost is not None:
-        raise DriveLockedError(drive_id, lost, url, 0.0) from None
+        raise DriveLockedError(drive_id, lost, url, lost=True)
 
 
 class _FileLock:
