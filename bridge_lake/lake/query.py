@@ -2,7 +2,9 @@
 
 DuckDB reads S3 through the same fsspec filesystem the lake writes with (registered on the
 connection), so no DuckDB extension has to be downloaded and the same credentials and
-endpoint apply.
+endpoint apply. On an object store both read the part files the partitions' manifests name
+(`Lake.table_files`), never a glob, so a partition being re-published is seen whole: the old
+set or the new one. A connection's views hold the files published when it was made.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake.paths import LAYERS, validate_drive_id
 from bridge_lake.lake.schemas import GENERIC_PREFIX, TABLES
 from bridge_lake.lake.storage import Lake
 from bridge_lake.lake.views import (
     SUMMARIES,
+    files_variable,
     generic_view_sql,
     select_list,
     table_view_sql,
@@ -34,16 +38,39 @@ def scan(
     lake = Lake(lake) if isinstance(lake, str) else lake
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}")
-    root = lake.url(lake.table_dir(layer, table))
+    wanted = None if drives is None else [validate_drive_id(d) for d in drives]
+    if lake.is_local:
+        source: str | list[str] = f"{lake.table_dir(layer, table)}/"
+    else:  # the published sets only, and only the wanted drives' parts
+        published = lake.table_files(layer, table)
+        source = [
+            lake.url(f)
+            for drive, files in published.items()
+            if wanted is None or drive in wanted
+            for f in files
+        ]
+        if not source:
+            return _empty_frame(layer, table, lake)
     frame = pl.scan_parquet(
-        f"{root}/",
+        source,
         hive_partitioning=True,
         hive_schema={"drive": pl.String},
         storage_options=polars_storage_options(lake) or None,
     )
-    if drives is not None:
-        frame = frame.filter(pl.col("drive").is_in([validate_drive_id(d) for d in drives]))
+    if wanted is not None:
+        frame = frame.filter(pl.col("drive").is_in(wanted))
     return frame
+
+
+def _empty_frame(layer: str, table: str, lake: Lake) -> pl.LazyFrame:
+    """No partition (of the wanted drives): the table's columns without rows, where the
+    schema is known (generic tables have none until a drive brings one)."""
+    spec = next((s for s in TABLES if (s.layer, s.name) == (layer, table)), None)
+    if spec is None:
+        raise BridgeLakeError(f"no partition of {layer}/{table} in {lake.root}")
+    empty = pl.from_arrow(spec.schema.empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return empty.with_columns(drive=pl.lit(None, pl.String)).lazy()
 
 
 def polars_storage_options(lake: Lake) -> dict[str, str]:
@@ -83,8 +110,9 @@ def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
         root = lake.url(lake.base)
     con.execute("SET VARIABLE lake = ?", [root])
     for spec in TABLES:
-        if lake.fs.glob(f"{lake.table_dir(spec.layer, spec.name)}/drive=*/*.parquet"):
-            con.execute(table_view_sql(spec))
+        found, files = _parts(con, lake, spec.layer, spec.name)
+        if found:
+            con.execute(table_view_sql(spec, files=files))
         else:  # an empty view with the table's columns, so joins and counts still work
             empty = spec.schema.empty_table().append_column("drive", pa.array([], pa.string()))
             con.register(f"_empty_{view_name(spec.layer, spec.name)}", empty)
@@ -93,6 +121,23 @@ def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
             con.execute(sql)
     for table in lake.tables("normalized"):
         if table.startswith(GENERIC_PREFIX):  # name checked by lake.tables: [a-z0-9_]
-            con.execute(generic_view_sql(table))
+            found, files = _parts(con, lake, "normalized", table)
+            if found:
+                con.execute(generic_view_sql(table, files=files))
     con.execute(SUMMARIES)
     return con
+
+
+def _parts(
+    con: duckdb.DuckDBPyConnection, lake: Lake, layer: str, table: str
+) -> tuple[bool, str | None]:
+    """Whether the table has published parts, and how its view finds them: None for the glob
+    under `lake` (local lakes), else the variable set here to the published files."""
+    if lake.is_local:
+        return bool(lake.fs.glob(f"{lake.table_dir(layer, table)}/drive=*/*.parquet")), None
+    files = [lake.url(f) for parts in lake.table_files(layer, table).values() for f in parts]
+    if not files:
+        return False, None
+    name = files_variable(layer, table)  # from schema names: [a-z0-9_]
+    con.execute(f"SET VARIABLE {name} = ?", [files])
+    return True, name

@@ -3,8 +3,8 @@
 Partitions are written in a staging area outside the table and published in one step, so a
 reader (DuckDB, polars, a downstream asset) sees either the previous partition or the new
 one, never a half-written file. Locally publishing is a directory rename; on an object store
-every part is a single atomic object and the parts are copied into place only after all of
-them were uploaded (commit last), then stale parts are deleted.
+the parts are uploaded under a fresh set prefix inside the partition and published by one PUT
+of the partition's manifest naming them (bridge_lake.lake.partition_sets).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.lake import paths
+from bridge_lake.lake import partition_sets, paths
 
 DEFAULT_ROWS_PER_PART = 4_000_000
 """A part file of a few hundred MB at most: big enough for fast scans, small enough to
@@ -168,6 +168,8 @@ class Lake(FsRoot):
     def partition_files(self, layer: str, table: str, drive_id: str) -> list[str]:
         """The published part files of one partition, in part order; empty if absent."""
         pdir = self.partition_dir(layer, table, drive_id)
+        if not self.is_local:  # the set the partition's manifest names
+            return partition_sets.published_parts(self.fs, pdir)
         self.fs.invalidate_cache(pdir)  # another process may have published since
         if not self.fs.exists(pdir):
             return []
@@ -177,9 +179,24 @@ class Lake(FsRoot):
     def has_partition(self, layer: str, table: str, drive_id: str) -> bool:
         return bool(self.partition_files(layer, table, drive_id))
 
+    def table_files(self, layer: str, table: str) -> dict[str, list[str]]:
+        """drive id → published part files, for every partition of a table (what DuckDB
+        views and polars scans read on an object store, where a glob would also find sets
+        not yet or no longer published)."""
+        tdir = self.table_dir(layer, table)
+        if not self.is_local:
+            return partition_sets.table_partitions(self.fs, tdir)
+        out: dict[str, list[str]] = {}
+        for path in sorted(self.fs.glob(f"{tdir}/drive=*/part-*.parquet")):
+            drive = posixpath.basename(posixpath.dirname(path)).removeprefix("drive=")
+            out.setdefault(drive, []).append(path)
+        return out
+
     def drives(self, layer: str, table: str) -> list[str]:
         """Drive ids that have a published partition of this table."""
         tdir = self.table_dir(layer, table)
+        if not self.is_local:
+            return list(self.table_files(layer, table))
         if not self.fs.exists(tdir):
             return []
         out = []
@@ -204,16 +221,18 @@ class Lake(FsRoot):
 
     def remove_partition(self, layer: str, table: str, drive_id: str) -> None:
         """Delete one partition (a generic table the drive no longer has). Local lakes move
-        it out of the table first, so readers see the whole partition or none of it."""
+        it out of the table first, object stores delete its manifest first, so readers see
+        the whole partition or none of it."""
         pdir = self.partition_dir(layer, table, drive_id)
+        if not self.is_local:
+            partition_sets.remove_partition(self.fs, pdir)
+            return
         if not self.fs.exists(pdir):
             return
-        if self.is_local:
-            trash = self.new_staging_dir()
-            os.makedirs(posixpath.dirname(trash), exist_ok=True)
-            os.replace(pdir, trash)
-            pdir = trash
-        self.fs.rm(pdir, recursive=True)
+        trash = self.new_staging_dir()
+        os.makedirs(posixpath.dirname(trash), exist_ok=True)
+        os.replace(pdir, trash)
+        self.fs.rm(trash, recursive=True)
 
     def partition_writer(
         self,
@@ -346,7 +365,10 @@ class PartitionWriter:
         self._schema = schema
         self._rows_per_part = rows_per_part
         self._row_group_rows = row_group_rows
-        self._staging = lake.new_staging_dir()
+        if lake.is_local:
+            self._staging = lake.new_staging_dir()
+        else:  # the parts go straight to where they stay; the manifest publishes them
+            self._staging = posixpath.join(target_dir, partition_sets.new_set_name())
         self._fs.makedirs(self._staging, exist_ok=True)
         self._parts: list[str] = []
         self._part_open = False
@@ -563,12 +585,6 @@ class PartitionWriter:
         self.published = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
 
     def _publish_object_store(self) -> None:
-        final = [posixpath.join(self._target, posixpath.basename(p)) for p in self._parts]
-        existing = set(self._fs.find(self._target)) if self._fs.exists(self._target) else set()
-        for src, dst in zip(self._parts, final, strict=True):
-            self._fs.copy(src, dst)
-        stale = sorted(existing - set(final))
-        if stale:
-            self._fs.rm(stale)
-        self._fs.rm(self._staging, recursive=True)
-        self.published = final
+        names = [posixpath.basename(p) for p in self._parts]
+        set_name = posixpath.basename(self._staging)
+        self.published = partition_sets.publish_set(self._fs, self._target, set_name, names)

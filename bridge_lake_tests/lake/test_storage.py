@@ -1,4 +1,6 @@
+import json
 import os
+import posixpath
 import signal
 import subprocess
 import sys
@@ -124,13 +126,19 @@ def test_write_bytes_refuses_escape(tmp_path):
 def test_s3_round_trip_on_moto(s3_options, s3_bucket):
     lake = Lake(f"s3://{s3_bucket}/lake", s3_options)
     files = lake.write_partition("normalized", "imu", "d1", _table(10), rows_per_part=4)
-    assert files == [
-        f"{s3_bucket}/lake/normalized/imu/drive=d1/part-0000{i}.parquet" for i in range(3)
+    pdir = f"{s3_bucket}/lake/normalized/imu/drive=d1"
+    (set_dir,) = {posixpath.dirname(f) for f in files}  # one set, named by the manifest
+    assert posixpath.dirname(set_dir) == pdir
+    assert [posixpath.basename(f) for f in files] == [f"part-0000{i}.parquet" for i in range(3)]
+    assert json.loads(lake.fs.cat_file(f"{pdir}/_manifest.json"))["parts"] == [
+        posixpath.basename(f) for f in files
     ]
     assert lake.read_partition("normalized", "imu", "d1").equals(_table(10))
-    lake.write_partition("normalized", "imu", "d1", _table(3, offset=50))
-    assert lake.partition_files("normalized", "imu", "d1") == files[:1]
+    again = lake.write_partition("normalized", "imu", "d1", _table(3, offset=50))
+    assert lake.partition_files("normalized", "imu", "d1") == again and len(again) == 1
+    assert posixpath.dirname(again[0]) != set_dir
     assert lake.read_partition("normalized", "imu", "d1").equals(_table(3, offset=50))
+    assert lake.drives("normalized", "imu") == ["d1"]
     assert lake.fs.find(f"{s3_bucket}/lake/_staging") == []
     assert lake.url(files[0]).startswith("s3://")
     # an independent reader over the S3 API sees the same rows
@@ -138,7 +146,8 @@ def test_s3_round_trip_on_moto(s3_options, s3_bucket):
     import s3fs
 
     fs = s3fs.S3FileSystem(**s3_options)
-    assert pq.read_table(files[0], filesystem=fs).num_rows == 3
+    assert pq.read_table(again[0], filesystem=fs).num_rows == 3
+    assert pq.read_table(files[0], filesystem=fs).num_rows == 4  # replaced set kept a while
 
 
 def test_s3_failed_write_keeps_previous_partition(s3_options, s3_bucket):
