@@ -490,3 +490,10 @@ def test_damaged_dynamic_samples_give_typed_errors_only(description, data):
         assert exc.offset >= 3
     else:
         assert table.num_rows == 1
+
+
+def test_fixed_arraysize_zero_is_one_element_as_in_the_vendor_codec():
+    ddl = parse_ddl("<struct name='S'><element name='a' type='tUInt16' arraysize='0'/></struct>")
+    assert ddl.structs["S"].elements[0].arraysize == 1
+    table = decode(ddl, "S", b"\x01\x02", np.array([0]), np.array([2]))
+    assert table.to_pylist() == [{"a": 0x0201}]

@@ -193,7 +193,8 @@ def _parse_struct(el) -> Struct:
         arraysize_raw = attrs.get("arraysize", "1").strip()
         arraysize: int | str
         if re.fullmatch(r"[0-9]+|0x[0-9a-fA-F]+", arraysize_raw):
-            arraysize = int(arraysize_raw, 0)
+            # the vendor's codec lays a fixed arraysize of 0 out as 1 element; so do we
+            arraysize = int(arraysize_raw, 0) or 1
         elif arraysize_raw == "dynamic":
             raise DDLError(f"{what}: arraysize 'dynamic' (count unknown to DDL) is not decodable")
         else:

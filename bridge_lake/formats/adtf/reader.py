@@ -61,6 +61,30 @@ from bridge_lake.formats.adtf.samples import (
     read_string,
 )
 
+DECODE_BATCH = 1 << 20
+"""Samples `DatFile.decode` decodes at once (bounds its memory besides the result)."""
+DECODE_SPAN = 64 << 20
+"""...or bytes of file one decode batch may span (a sparse stream in a big file)."""
+
+_RAW_RECORD = np.dtype({"names": ["time"], "formats": ["<u8"], "offsets": [0], "itemsize": 32})
+_ADTF3_RECORD = np.dtype(
+    {
+        "names": ["time", "sample_time", "flags", "length"],
+        "formats": ["<u8", "<i8", "<i4", "<u8"],
+        "offsets": [0, 32, 40, 44],
+        "itemsize": 32 + ADTF3_ENVELOPE.size,
+    }
+)
+_ADTF2_RECORD = np.dtype(
+    {
+        "names": ["time", "length", "sample_time"],
+        "formats": ["<u8", "<u4", "<i8"],
+        "offsets": [0, 33, 37],
+        "itemsize": 32 + ADTF2_ENVELOPE.size,
+    }
+)
+"""Chunk header + sample envelope, as read for every sample of a stream at once."""
+
 _FAST_HEAD = struct.Struct("<QIIIHHQqiQ")
 """Chunk header + ADTF 3 sample-copy envelope, read with one unpack on the hot path."""
 
@@ -470,42 +494,85 @@ class DatFile:
 
     def sample_table(self, key: int | str) -> dict[str, np.ndarray]:
         """Per-sample arrays of one stream: chunk time, sample time, buffer offset and length,
-        substream id. Only chunk positions are collected in the walk; the envelopes are then
-        read for all samples at once with numpy."""
+        substream id. The chunks are located with numpy (`ChunkWalker.position_batches`),
+        then the envelopes are read for all samples at once."""
         stream = self.stream(key)
-        positions, times = self._walker().sample_chunks(stream.stream_id)
-        pos = np.frombuffer(positions, dtype=np.int64)
-        out = {"time_ns": self._ns(np.frombuffer(times, dtype=np.uint64), self.time_unit_ns, pos)}
-        data = np.frombuffer(self._buf, dtype=np.uint8)
-        le = {c: np.dtype("<" + c) for c in ("i8", "u8", "i4", "u4")}
-        if stream.kind == KIND_ADTF3:
-            stime = read_scalars(data, pos + 32, le["i8"])
-            flags = read_scalars(data, pos + 40, le["i4"])
-            length = read_scalars(data, pos + 44, le["u8"]).astype(np.int64)
-            start = pos + 32 + ADTF3_ENVELOPE.size
-            sub = np.zeros(len(pos), dtype=np.int64)
+        parts = list(self._sample_batches(stream))
+        if not parts:
+            return self._envelopes(stream, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+    def _sample_batches(
+        self, stream: Stream, *, batch: int | None = None, span: int | None = None
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """`sample_table` of one stream in pieces of about `batch` samples (or `span` bytes
+        of file), for decoding in bounded memory. Pages before a yielded piece are released
+        once the consumer asks for the next one."""
+        batch = DECODE_BATCH if batch is None else batch
+        span = DECODE_SPAN if span is None else span
+        walker = self._walker()
+        sid = stream.stream_id
+        known = [s.stream_id for s in self.streams]
+        sequential = walker.release.mm is not None
+        pending: list[tuple[np.ndarray, np.ndarray]] = []
+        waiting, first = 0, None
+        for positions, sizes, sid_flags in walker.chunk_batches(known, release=False):
+            keep = (sid_flags & 0x18FFFF) == sid  # this stream, neither trigger nor type
+            if keep.any():
+                pending.append((positions[keep], sizes[keep]))
+                waiting += len(pending[-1][0])
+                first = int(pending[0][0][0]) if first is None else first
+            last = int(positions[-1])
+            if waiting >= batch or (first is not None and last - first >= span):
+                pos, size = ifhd.join_columns(pending)
+                for a in range(0, len(pos), batch):
+                    yield self._envelopes(stream, pos[a : a + batch], size[a : a + batch])
+                pending, waiting, first = [], 0, None
+            if sequential:  # nothing before the first pending sample is needed any more
+                walker.release(first if first is not None else last)
+        if pending:
+            pos, size = ifhd.join_columns(pending)
+            for a in range(0, len(pos), batch):
+                yield self._envelopes(stream, pos[a : a + batch], size[a : a + batch])
+
+    def _envelopes(
+        self, stream: Stream, pos: np.ndarray, size: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The sample envelopes of one stream's sample chunks at `pos` (chunk sizes `size`),
+        read with one record gather per sample."""
+        kind = stream.kind
+        env = {KIND_ADTF3: _ADTF3_RECORD, KIND_ADTF2: _ADTF2_RECORD}.get(kind, _RAW_RECORD)
+        if self.header.endian != "<" and kind == KIND_RAW:
+            env = _RAW_RECORD.newbyteorder(">")
+        short = size < env.itemsize
+        if short.any():
+            at = int(pos[int(np.flatnonzero(short)[0])])
+            raise SampleError("sample envelope does not fit its chunk", path=self.path, offset=at)
+        rec = ifhd.read_records(self._buf, pos, env)
+        out = {"time_ns": self._ns(rec["time"], self.time_unit_ns, pos)}
+        start = pos + env.itemsize
+        sub = np.zeros(len(pos), dtype=np.int64)
+        if kind == KIND_ADTF3:
+            flags = rec["flags"]
+            length = rec["length"].astype(np.int64)
             has_sub = (flags & ADTF3_FLAG_SUBSTREAM) != 0
             if has_sub.any():
+                data = np.frombuffer(self._buf, dtype=np.uint8)
+                le = {c: np.dtype("<" + c) for c in ("u4",)}
                 at = start + length
                 info = (flags & ADTF3_FLAG_INFO) != 0
                 if info.any():
                     at = at + np.where(info, 5 + read_scalars(data, at + 1, le["u4"]), 0)
                 sub[has_sub] = read_scalars(data, at[has_sub], le["u4"])
             ns = stream.serializer in NS_SERIALIZERS
-            out["sample_time_ns"] = self._ns(stime, 1 if ns else 1000, pos)
-        elif stream.kind == KIND_ADTF2:
-            length = read_scalars(data, pos + 33, le["u4"]).astype(np.int64)
-            out["sample_time_ns"] = self._ns(read_scalars(data, pos + 37, le["i8"]), 1000, pos)
-            start = pos + 32 + ADTF2_ENVELOPE.size
-            sub = np.zeros(len(pos), dtype=np.int64)
+            out["sample_time_ns"] = self._ns(rec["sample_time"], 1 if ns else 1000, pos)
+        elif kind == KIND_ADTF2:
+            length = rec["length"].astype(np.int64)
+            out["sample_time_ns"] = self._ns(rec["sample_time"], 1000, pos)
         else:
-            size = read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
-            length = size.astype(np.int64) - 32
-            start = pos + 32
+            length = size - 32
             out["sample_time_ns"] = out["time_ns"]
-            sub = np.zeros(len(pos), dtype=np.int64)
-        chunk_size = read_scalars(data, pos + 16, np.dtype(self.header.endian + "u4"))
-        bad = start + length > pos + chunk_size
+        bad = (length < 0) | (start + length > pos + size)
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
             raise SampleError(
@@ -525,17 +592,16 @@ class DatFile:
         return ticks.astype(np.int64) * unit
 
     def decode(self, key: int | str, *, substream: int | None = None) -> pa.Table:
-        """All samples of a DDL-described stream as an Arrow table, in one vectorized pass.
+        """All samples of a DDL-described stream as an Arrow table, vectorized.
 
         Columns: `time_ns`, `sample_time_ns`, then one per struct element (nested structs as
         Arrow structs, arrays as (fixed-size) lists). For substream streams pass the id.
+        The chunks are located with numpy and decoded in batches of about DECODE_BATCH
+        samples, so the memory besides the result stays bounded for any file size.
         """
         stream = self.stream(key)
-        table = self.sample_table(stream.stream_id)
         ddl, struct_name, layout = stream.ddl, stream.ddl_struct, stream.stored_layout
         if substream is not None:
-            keep = table["substream_id"] == substream
-            table = {k: v[keep] for k, v in table.items()}
             subs = stream.stream_type.substreams() if stream.stream_type else {}
             match = [t for i, t in subs.values() if i == substream]
             if not match:
@@ -546,19 +612,32 @@ class DatFile:
                 struct_name, layout = props["md_struct"].value, None
         if ddl is None or struct_name is None:
             raise DDLError(f"stream {stream.name!r} has no DDL description", path=self.path)
-        decoded = decode(
-            ddl,
-            struct_name,
-            np.frombuffer(self._buf, dtype=np.uint8),
-            table["offset"],
-            table["length"],
-            layout=layout or "deserialized",
-            path=self.path,
-        )
-        head = pa.table({"time_ns": table["time_ns"], "sample_time_ns": table["sample_time_ns"]})
-        for name, column in zip(decoded.column_names, decoded.columns, strict=True):
-            head = head.append_column(decoded.schema.field(name), column)
-        return head
+        data = np.frombuffer(self._buf, dtype=np.uint8)
+
+        def one(table: dict[str, np.ndarray]) -> pa.Table:
+            if substream is not None:
+                keep = table["substream_id"] == substream
+                table = {k: v[keep] for k, v in table.items()}
+            decoded = decode(
+                ddl,
+                struct_name,
+                data,
+                table["offset"],
+                table["length"],
+                layout=layout or "deserialized",
+                path=self.path,
+            )
+            times = {"time_ns": table["time_ns"], "sample_time_ns": table["sample_time_ns"]}
+            head = pa.table(times)
+            for name, column in zip(decoded.column_names, decoded.columns, strict=True):
+                head = head.append_column(decoded.schema.field(name), column)
+            return head
+
+        tables = [one(table) for table in self._sample_batches(stream)]
+        if not tables:
+            none = np.zeros(0, dtype=np.int64)
+            tables = [one(self._envelopes(stream, none, none))]
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     # -- lifetime --------------------------------------------------------------------------
 
