@@ -215,8 +215,6 @@ class _Decoder:
         """Decode struct `name` at every row start `base`; returns columns, row ends and the
         integer scalars by (dotted) name, for dynamic counts further on."""
         st = self.ddl.struct(name)
-        if not st.elements:
-            raise DDLError(f"struct {name} has no elements to decode", path=self.path)
         plan = self.plan(name)
         if plan is not None:
             size = plan.dtype.itemsize
