@@ -38,7 +38,7 @@ class LakeResource(dg.ConfigurableResource):
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[LakeResource]:
-        run = context.dagster_run
+        run = context.run
         drive = run.tags.get(PARTITION_TAG) if run is not None else None
         if drive is None:  # not a drive's run (nothing partitioned by drive is written)
             yield self

@@ -9,6 +9,7 @@ from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import FINGERPRINT_TAG, REASON_TAG, landing_zone_sensor
+from bridge_lake.landing import LandingZone
 from bridge_lake_tests.conftest import make_adtf_drive
 
 
@@ -111,6 +112,14 @@ def test_empty_landing_zone_skips(instance, tmp_path):
     assert result.run_requests == [] and result.skip_reason is not None
 
 
+def _night(instance, landing, day):
+    return dg.build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=dt.datetime(2026, 12, day, 3, 0, tzinfo=dt.UTC),
+        resources={"landing": LandingZoneResource(root=str(landing))},
+    )
+
+
 def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path):
     make_adtf_drive(landing, "d1")
     make_adtf_drive(landing, "d2")
@@ -127,17 +136,58 @@ def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path
             },
         )
         assert result.success
-        ctx = dg.build_schedule_context(
-            instance=instance,
-            scheduled_execution_time=dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC),
-        )
+        ctx = _night(instance, landing, 3)
         requests = schedule(ctx)
         assert [r.partition_key for r in requests] == ["d2", "d3"]
         assert requests[0].run_key == "gaps-20261203-d2"
         assert requests[0].tags["bridge_lake/missing_assets"] == "raw_manifest"
+        assert requests[0].tags[FINGERPRINT_TAG] == LandingZone(str(landing)).scan().drives["d2"]
+        assert FINGERPRINT_TAG not in requests[1].tags  # d3 has no folder
         for key in ("d2", "d3"):
             instance.report_runless_asset_event(
                 dg.AssetMaterialization(asset_key=raw_manifest.key, partition=key)
             )
         skipped = schedule(ctx)
         assert isinstance(skipped, dg.SkipReason) and "every drive" in skipped.skip_message
+
+
+def test_gap_schedule_remembers_drives_whose_files_failed_a_blocking_check(landing, tmp_path):
+    make_adtf_drive(landing, "bad", drive_yaml=None)  # drive_yaml_valid fails: blocking
+    make_adtf_drive(landing, "flaky")
+    make_adtf_drive(landing, "new")
+    (tmp_path / "not_a_folder").write_text("")  # a lake that cannot be written: no check ran
+    downstream = dg.AssetKey("normalized_imu")  # never reached by a drive that fails raw checks
+    schedule = build_gap_schedule([raw_manifest.key, downstream])
+    fingerprints = LandingZone(str(landing)).scan().drives
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("drives", ["bad", "flaky", "new"])
+        for drive, lake in (("bad", tmp_path / "lake"), ("flaky", tmp_path / "not_a_folder")):
+            result = dg.materialize(
+                [raw_manifest],
+                partition_key=drive,
+                instance=instance,
+                resources={
+                    "lake": LakeResource(root=str(lake)),
+                    "landing": LandingZoneResource(root=str(landing)),
+                },
+                tags={FINGERPRINT_TAG: fingerprints[drive], REASON_TAG: "new"},  # as the sensor
+                raise_on_error=False,
+            )
+            assert not result.success
+        for night in (3, 4):  # not night after night
+            requests = schedule(_night(instance, landing, night))
+            assert [r.partition_key for r in requests] == ["flaky", "new"]
+            assert all(r.tags[REASON_TAG] == "gaps" for r in requests)
+        (landing / "bad" / "drive.yaml").write_text("vehicle: test-car\nsource: adtf\n")
+        requests = schedule(_night(instance, landing, 5))  # its files changed: asked again
+        assert [r.partition_key for r in requests] == ["bad", "flaky", "new"]
+        assert requests[0].tags[FINGERPRINT_TAG] != fingerprints["bad"]
+        for drive in ("flaky", "new"):
+            for key in (raw_manifest.key, downstream):
+                instance.report_runless_asset_event(
+                    dg.AssetMaterialization(asset_key=key, partition=drive)
+                )
+        (landing / "bad" / "drive.yaml").unlink()  # the files it failed with, again
+        skipped = schedule(_night(instance, landing, 6))
+        assert isinstance(skipped, dg.SkipReason)
+        assert "1 drives with missing assets skipped" in skipped.skip_message
