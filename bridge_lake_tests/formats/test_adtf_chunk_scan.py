@@ -33,12 +33,12 @@ def python_walk(path, *, description=None):
         return chunks, walker.chunks_read, issues
 
 
-def numpy_walk(path, *, description=None):
+def numpy_walk(path, *, description=None, select=None):
     with open_dat(path, strict=False, description=description) as f:
         walker = f._walker()
         known = [s.stream_id for s in f.streams]
         chunks = []
-        for pos, size, sid_flags in walker.chunk_batches(known, release=True):
+        for pos, size, sid_flags in walker.chunk_batches(known, release=True, select=select):
             assert pos.dtype == np.int64 and len(pos) == len(size) == len(sid_flags)
             chunks += zip(pos.tolist(), np.asarray(size).tolist(), sid_flags.tolist(), strict=True)
         issues = [(type(e).__name__, e.offset, str(e)) for e in f.issues.items]
@@ -177,6 +177,10 @@ def test_generated_recordings_locate_the_same_chunks(tmp_path, windows, recordin
             numpy_walk(path)
         return
     assert numpy_walk(path) == want
+    chunks, read, issues = want
+    for sid in (1, 2, len(sizes) + 1, 77):  # one stream's sample chunks only
+        samples = [c for c in chunks if c[2] & 0xFFFF == sid and not c[2] >> 16 & 0x18]
+        assert numpy_walk(path, select=sid) == (samples, read, issues)
 
 
 @settings(

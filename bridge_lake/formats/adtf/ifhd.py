@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import mmap
 import struct
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -393,6 +392,7 @@ class ChunkWalker:
         self.data_end = min(claimed, file_size)
         self.clamped = claimed > file_size
         self.chunks_read = 0
+        self.position = header.data_offset
 
     def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
         h = self.header
@@ -475,47 +475,14 @@ class ChunkWalker:
             return
         self.chunks_read = n
 
-    def sample_chunks(self, stream_id: int) -> tuple[array, array]:
-        """(offsets, times) of one stream's sample chunks, in reading order.
-
-        For a sequential file this is a dedicated loop that reads four header fields and
-        keeps nothing of other streams: the cost of a full-file walk for `decode`."""
-        offsets, times = array("q"), array("Q")
-        h = self.header
-        ring = h.version in HISTORY_VERSIONS and h.first_chunk_offset != h.data_offset
-        if self.salvage or ring:
-            for pos, t, _, _, sid, flags, _ in self:
-                if sid == stream_id and not flags & (FLAG_TRIGGER | FLAG_TYPE):
-                    offsets.append(pos)
-                    times.append(t)
-            return offsets, times
-        unpack = struct.Struct(h.endian + "Q8xIHH").unpack_from
-        add_offset, add_time = offsets.append, times.append
-        buf, pos, end, n, count = self.buf, h.data_offset, self.data_end, 0, h.chunk_count
-        release, mark = self.release, self.release.first_mark
-        while n < count and pos + CHUNK_HEADER_SIZE <= end:
-            t, size, sid, flags = unpack(buf, pos)
-            if not CHUNK_HEADER_SIZE <= size <= end - pos:
-                break
-            if sid == stream_id and not flags & 0x18:
-                add_offset(pos)
-                add_time(t)
-            n += 1
-            pos += (size + 15) & ~15
-            if pos >= mark:
-                mark = release(pos)
-        self.chunks_read = n
-        if n < count:
-            self.checked_chunk(pos, end)
-        return offsets, times
-
     def chunk_batches(
-        self, stream_ids=(), *, release: bool = True
+        self, stream_ids=(), *, release: bool = True, select: int | None = None
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The chunks in reading order, in batches of numpy arrays: (offset int64, size,
         stream_id | flags << 16 uint32). The same chunks, the same stop and the same reported
         problems as iterating the walker, without a Python step per chunk for sequential
-        little-endian files.
+        little-endian files. With `select`, only the sample chunks (neither trigger nor
+        stream type) of that stream id are handed out.
 
         How: the chain of chunks is found SCAN_WINDOW bytes at a time. Every 16-byte slot of
         the window is a candidate header; the plausible ones (a stream id of `stream_ids`,
@@ -527,12 +494,13 @@ class ChunkWalker:
         sequential walk whatever the payloads hold. Chunks of BIG_CHUNK bytes or more at a
         window start are stepped over without scanning their bodies.
 
-        With `release`, pages behind the walk are dropped as in the sequential walk; a caller
-        that still reads sample payloads of a batch passes False and releases itself."""
+        `self.position` is where the walk is (for a consumer that releases pages itself: it
+        passes release=False, as it still reads payloads of a batch). A batch, maybe empty,
+        comes at least every RELEASE_WINDOW bytes of file."""
         h = self.header
         ring = h.version in HISTORY_VERSIONS and h.first_chunk_offset != h.data_offset
         if self.salvage or ring or h.endian != "<":
-            yield from self._python_batches()
+            yield from self._python_batches(select)
             return
         known = np.zeros(0x20 << 16, dtype=bool)  # by stream id | flags << 16
         sids = np.array([sid for sid in stream_ids if 0 < sid < 1 << 16], dtype=np.int64)
@@ -543,14 +511,16 @@ class ChunkWalker:
         head_at = struct.Struct("<IHH").unpack_from
         pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         big: list[tuple[int, int, int]] = []
-        waiting = 0
+        waiting, handed = 0, pos
         mark = self.release.first_mark if release else 1 << 64
+        self.position = pos
         while n < count and pos + CHUNK_HEADER_SIZE <= end and not stopped:
             size, sid, flags = head_at(buf, pos + 16)
             if size >= BIG_CHUNK:
                 if size > end - pos:
                     break
-                big.append((pos, size, sid | flags << 16))
+                if select is None or (sid == select and not flags & 0x18):
+                    big.append((pos, size, sid | flags << 16))
                 n += 1
                 pos += (size + 15) & ~15
             else:
@@ -560,15 +530,19 @@ class ChunkWalker:
                 found, pos, stopped = self._scan(pos, min(pos + SCAN_WINDOW, end), known)
                 found = tuple(a[: count - n] for a in found)
                 n += len(found[0])
+                if select is not None:
+                    keep = (found[2] & np.uint32(0x18FFFF)) == select
+                    found = tuple(a[keep] for a in found)
                 pending.append(found)
                 waiting += len(found[0])
-            if waiting + len(big) >= POSITION_BATCH:
+            self.position = pos
+            if waiting + len(big) >= POSITION_BATCH or pos - handed >= RELEASE_WINDOW:
                 if big:
                     pending.append(_columns(big))
                     big = []
                 self.chunks_read = n
-                yield join_columns(pending)
-                pending, waiting = [], 0
+                yield join_columns(pending) if pending else _columns([])
+                pending, waiting, handed = [], 0, pos
             if pos >= mark:
                 mark = self.release(pos)
         if big:
@@ -579,11 +553,15 @@ class ChunkWalker:
         if n < count:
             self.checked_chunk(pos, end)
 
-    def _python_batches(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _python_batches(
+        self, select: int | None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """`chunk_batches` by iterating the walker (ring order, salvage, big endian)."""
         found: list[tuple[int, int, int]] = []
         for pos, _, _, size, sid, flags, _ in self:
-            found.append((pos, size, sid | flags << 16))
+            self.position = pos
+            if select is None or (sid == select and not flags & 0x18):
+                found.append((pos, size, sid | flags << 16))
             if len(found) >= POSITION_BATCH:
                 yield _columns(found)
                 found = []

@@ -511,25 +511,23 @@ class DatFile:
         batch = DECODE_BATCH if batch is None else batch
         span = DECODE_SPAN if span is None else span
         walker = self._walker()
-        sid = stream.stream_id
         known = [s.stream_id for s in self.streams]
         sequential = walker.release.mm is not None
         pending: list[tuple[np.ndarray, np.ndarray]] = []
         waiting, first = 0, None
-        for positions, sizes, sid_flags in walker.chunk_batches(known, release=False):
-            keep = (sid_flags & 0x18FFFF) == sid  # this stream, neither trigger nor type
-            if keep.any():
-                pending.append((positions[keep], sizes[keep]))
-                waiting += len(pending[-1][0])
+        chunks = walker.chunk_batches(known, release=False, select=stream.stream_id)
+        for positions, sizes, _ in chunks:
+            if len(positions):
+                pending.append((positions, sizes))
+                waiting += len(positions)
                 first = int(pending[0][0][0]) if first is None else first
-            last = int(positions[-1])
-            if waiting >= batch or (first is not None and last - first >= span):
+            if waiting >= batch or (first is not None and walker.position - first >= span):
                 pos, size = ifhd.join_columns(pending)
                 for a in range(0, len(pos), batch):
                     yield self._envelopes(stream, pos[a : a + batch], size[a : a + batch])
                 pending, waiting, first = [], 0, None
             if sequential:  # nothing before the first pending sample is needed any more
-                walker.release(first if first is not None else last)
+                walker.release(first if first is not None else walker.position)
         if pending:
             pos, size = ifhd.join_columns(pending)
             for a in range(0, len(pos), batch):
