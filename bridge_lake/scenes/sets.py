@@ -596,7 +596,11 @@ def scene_set_to_lake(
                 lake.fs.put(str(f.manifest_path), posixpath.join(target, f.manifest_path.name))
     keep = {n for f in made.files for n in (f.path.name, f.manifest_path.name)}
     lake.fs.invalidate_cache(target)
-    for entry in lake.fs.ls(target, detail=False):
+    try:
+        entries = lake.fs.ls(target, detail=False)
+    except FileNotFoundError:  # an object store has no empty folders: no scenes, no prefix
+        entries = []
+    for entry in entries:
         name = posixpath.basename(entry.rstrip("/"))
         if name.endswith((".mcap", ".json")) and name not in keep and not name.startswith("."):
             lake.fs.rm(entry)
