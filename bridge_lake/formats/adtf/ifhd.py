@@ -585,13 +585,13 @@ class ChunkWalker:
         # The guess only has to be good, not right: the header's max_chunk_size (exact in
         # every file we have) rules out most look-alikes; a real chunk it rules out is found
         # by the Python step below, and a size past the end is checked at the end.
-        most = self.header.max_chunk_size
-        ok = size >= CHUNK_HEADER_SIZE
-        if most >= CHUNK_HEADER_SIZE:
-            ok &= size <= np.uint32(min(most, 0xFFFF_FFFF))
+        most = min(self.header.max_chunk_size, 0xFFFF_FFF0)
+        if most < CHUNK_HEADER_SIZE:
+            most = 0xFFFF_FFF0  # no usable hint; (larger sizes are stepped in Python)
+        ok = (size - np.uint32(CHUNK_HEADER_SIZE)) <= np.uint32(most - CHUNK_HEADER_SIZE)
         if not ok.all():
             cand, sfc, size = cand[ok], sfc[ok], size[ok]
-        nxt = cand + ((size.astype(np.int64) + 15) >> 4)
+        nxt = cand + ((size + np.uint32(15)) >> np.uint32(4))  # no overflow: size <= most
         breaks = np.flatnonzero(nxt[:-1] != cand[1:])
         if len(breaks):  # look-alikes in payloads: keep only slots some candidate points at
             target = np.zeros(m + 1, dtype=bool)
