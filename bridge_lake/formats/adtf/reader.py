@@ -66,24 +66,28 @@ DECODE_BATCH = 1 << 20
 DECODE_SPAN = 64 << 20
 """...or bytes of file one decode batch may span (a sparse stream in a big file)."""
 
-_RAW_RECORD = np.dtype({"names": ["time"], "formats": ["<u8"], "offsets": [0], "itemsize": 32})
-_ADTF3_RECORD = np.dtype(
-    {
-        "names": ["time", "sample_time", "flags", "length"],
-        "formats": ["<u8", "<i8", "<i4", "<u8"],
-        "offsets": [0, 32, 40, 44],
-        "itemsize": 32 + ADTF3_ENVELOPE.size,
-    }
-)
-_ADTF2_RECORD = np.dtype(
-    {
-        "names": ["time", "length", "sample_time"],
-        "formats": ["<u8", "<u4", "<i8"],
-        "offsets": [0, 33, 37],
-        "itemsize": 32 + ADTF2_ENVELOPE.size,
-    }
-)
-"""Chunk header + sample envelope, as read for every sample of a stream at once."""
+
+def _record(kind: str, endian: str) -> np.dtype:
+    """Chunk header time + sample envelope, as read for every sample of a stream at once.
+    The chunk header follows the file's byte order, ADTF envelopes are always little endian
+    (spec §8)."""
+    fields = {"time": (endian + "u8", 0)}
+    size = ifhd.CHUNK_HEADER_SIZE
+    if kind == KIND_ADTF3:
+        fields.update(sample_time=("<i8", 32), flags=("<i4", 40), length=("<u8", 44))
+        size += ADTF3_ENVELOPE.size
+    elif kind == KIND_ADTF2:
+        fields.update(length=("<u4", 33), sample_time=("<i8", 37))
+        size += ADTF2_ENVELOPE.size
+    return np.dtype(
+        {
+            "names": list(fields),
+            "formats": [f for f, _ in fields.values()],
+            "offsets": [o for _, o in fields.values()],
+            "itemsize": size,
+        }
+    )
+
 
 _FAST_HEAD = struct.Struct("<QIIIHHQqiQ")
 """Chunk header + ADTF 3 sample-copy envelope, read with one unpack on the hot path."""
@@ -539,9 +543,7 @@ class DatFile:
         """The sample envelopes of one stream's sample chunks at `pos` (chunk sizes `size`),
         read with one record gather per sample."""
         kind = stream.kind
-        env = {KIND_ADTF3: _ADTF3_RECORD, KIND_ADTF2: _ADTF2_RECORD}.get(kind, _RAW_RECORD)
-        if self.header.endian != "<" and kind == KIND_RAW:
-            env = _RAW_RECORD.newbyteorder(">")
+        env = _record(kind, self.header.endian)
         short = size < env.itemsize
         if short.any():
             at = int(pos[int(np.flatnonzero(short)[0])])
