@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install chromium demo test lint format validate dev bench-smoke clean
+.PHONY: install chromium postgres redis demo test lint format validate dev bench-smoke clean
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -30,8 +30,23 @@ chromium:
 	  else echo "install Chromium (e.g. 'sudo apt-get install chromium') to run the tests"; \
 	    exit 1; fi; }
 
-## test: the full test suite
-test: install chromium
+## postgres, redis: servers the integration tests start on 127.0.0.1 (Debian packages; root)
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	  else echo "install PostgreSQL (e.g. 'sudo apt-get install postgresql') to run the tests"; \
+	    exit 1; fi; }
+
+redis:
+	@command -v redis-server >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; \
+	  else echo "install Redis (e.g. 'sudo apt-get install redis-server') to run the tests"; \
+	    exit 1; fi; }
+
+## test: the full test suite (with the integration tests, which need postgres and redis)
+test: install chromium postgres redis
 	$(BIN)/python -m pytest
 
 lint: install

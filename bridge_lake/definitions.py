@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from bridge_lake.defs.calibrated import calibrated
+from bridge_lake.defs.executors import lake_executor
 from bridge_lake.defs.exports import exports
 from bridge_lake.defs.jobs import lake_job
 from bridge_lake.defs.normalized import normalized
@@ -25,5 +26,5 @@ defs = dg.Definitions(
     sensors=[landing_zone_sensor],
     schedules=[build_gap_schedule([key for a in ASSETS for key in a.keys])],
     resources=default_resources(),
-    executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+    executor=lake_executor(),
 )

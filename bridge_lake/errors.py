@@ -50,3 +50,7 @@ class DriveMetadataError(BridgeLakeError):
 
 class LakePathError(BridgeLakeError, ValueError):
     """A lake path component (layer, table, file) that would leave the lake root."""
+
+
+class SettingsError(BridgeLakeError, ValueError):
+    """An environment setting bridge_lake cannot use; names the variable and what it allows."""
