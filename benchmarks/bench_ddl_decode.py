@@ -259,19 +259,20 @@ def bench(path: Path, streams: list[str], repeat: int, old_decode) -> list[dict]
 def report(mix: str, rows: list[dict], size_mb: float) -> None:
     chunks = rows[0]["chunks"]
     print(f"{mix}: {chunks} chunks, {size_mb:.1f} MB")
+    print("  M records/s, wall [cpu]; ratios are time ratios, wall [cpu]")
     head = f"  {'stream':15s} {'records':>8s}"
     for key in ("previous", "decode", "bare"):
-        head += f" {key + ' M rec/s':>22s}"
-    print(head + "   new/previous  new/bare   (wall; cpu in brackets)")
+        head += f" {key:>19s}"
+    print(head + f" {'new/previous':>17s} {'bare/new':>15s}")
     for r in rows:
         n = r["records"]
         line = f"  {r['stream']:15s} {n:8d}"
         for key in ("previous", "decode", "bare"):
             wall, cpu = r[key]
-            line += f" {n / wall / 1e6:10.2f} [{n / cpu / 1e6:8.2f}] " if cpu else " " * 22
-        ratio_prev = r["previous"][0] / r["decode"][0]
-        ratio_bare = r["bare"][0] / r["decode"][0]
-        print(f"{line}  {ratio_prev:9.1f}x  {ratio_bare:8.2f}")
+            line += f" {n / wall / 1e6:8.2f} [{n / cpu / 1e6:7.2f}]"
+        for a, b in (("previous", "decode"), ("bare", "decode")):
+            line += f" {r[a][0] / r[b][0]:6.1f}x [{r[a][1] / r[b][1]:5.1f}x]"
+        print(line)
 
 
 def main() -> None:
