@@ -327,39 +327,13 @@ def _stride(size: int) -> int:
     return (size + 15) & ~15
 
 
-def chunk_dtype(endian: str) -> np.dtype:
-    """The 32-byte chunk header as a numpy record (spec §5)."""
-    return np.dtype(
-        [
-            ("time_stamp", endian + "u8"),
-            ("ref_master_table_index", endian + "u4"),
-            ("offset_to_last", endian + "u4"),
-            ("size", endian + "u4"),
-            ("stream_id", endian + "u2"),
-            ("flags", endian + "u2"),
-            ("stream_index", endian + "u8"),
-        ]
-    )
-
-
-def read_records(buf: memoryview | bytes, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """One record of `dtype` at each (unaligned) position: one fancy index over a byte-strided
-    view, i.e. a memcpy per record. Positions must leave room for a whole record."""
-    data = np.frombuffer(buf, dtype=np.uint8)
-    if not len(positions) or len(data) < dtype.itemsize:
-        return np.empty(len(positions), dtype=dtype)
-    raw = np.dtype((np.void, dtype.itemsize))
-    view = np.ndarray((len(data) - dtype.itemsize + 1,), dtype=raw, buffer=data, strides=(1,))
-    return view[positions].view(dtype)
-
-
 SCAN_WINDOW = 1 << 20
 """Bytes of the data area a vectorized chunk scan looks at in one go: small enough that its
 temporaries stay in the CPU cache (and below malloc's mmap threshold), measured fastest."""
 BIG_CHUNK = 16 << 10
 """A chunk at least this big is stepped over in Python instead of being scanned."""
 POSITION_BATCH = 1 << 16
-"""Chunk positions `position_batches` collects before it yields them."""
+"""Chunks `ChunkWalker.chunk_batches` collects before it hands out a batch."""
 
 
 class ChunkWalker:

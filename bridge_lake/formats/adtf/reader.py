@@ -22,7 +22,7 @@ import pyarrow as pa
 from bridge_lake.formats.adtf import ddl as ddl_mod
 from bridge_lake.formats.adtf import ifhd
 from bridge_lake.formats.adtf.ddl_convert import convert
-from bridge_lake.formats.adtf.ddl_decode import decode, read_scalars
+from bridge_lake.formats.adtf.ddl_decode import decode, gather_records, read_scalars
 from bridge_lake.formats.adtf.errors import (
     ChunkError,
     CountMismatchError,
@@ -548,7 +548,7 @@ class DatFile:
         if short.any():
             at = int(pos[int(np.flatnonzero(short)[0])])
             raise SampleError("sample envelope does not fit its chunk", path=self.path, offset=at)
-        rec = ifhd.read_records(self._buf, pos, env)
+        rec = gather_records(np.frombuffer(self._buf, dtype=np.uint8), pos, env)
         out = {"time_ns": self._ns(rec["time"], self.time_unit_ns, pos)}
         start = pos + env.itemsize
         sub = np.zeros(len(pos), dtype=np.int64)
