@@ -498,7 +498,7 @@ class DatFile:
 
     def sample_table(self, key: int | str) -> dict[str, np.ndarray]:
         """Per-sample arrays of one stream: chunk time, sample time, buffer offset and length,
-        substream id. The chunks are located with numpy (`ChunkWalker.position_batches`),
+        substream id. The chunks are located with numpy (`ChunkWalker.chunk_batches`),
         then the envelopes are read for all samples at once."""
         stream = self.stream(key)
         parts = list(self._sample_batches(stream))
