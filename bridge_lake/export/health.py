@@ -277,7 +277,7 @@ def _bag2_storage_compression(path: Path, info: dict) -> str:
     names = set()
     for rel in info.get("relative_file_paths") or []:
         if rel.endswith(".mcap") and (path / rel).is_file():
-            with (path / rel).open("rb") as f:
+            with BoundedFile(path / rel) as f:
                 summary = make_reader(f).get_summary()
             names |= {c.compression or "none" for c in (summary.chunk_indexes if summary else [])}
     return ",".join(sorted(names)) + " (mcap storage chunks)" if names else "none"
@@ -288,10 +288,48 @@ def _compression_of(decompressor: object) -> str:
     return "lz4" if "lz4" in module else "bz2" if "bz2" in module else "none"
 
 
+class BoundedFile:
+    """A read-only binary file whose `read(n)` asks for at most the bytes left in the file.
+
+    The mcap library reads a record's length field and then `read(length)`; a plain file
+    object allocates `length` bytes before reading, so a 1 KB file claiming a 4 GB string
+    made a 4 GB allocation. Here the request is cut to what the file holds."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self._f = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._size = os.fstat(self._f.fileno()).st_size
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            return self._f.read()
+        return self._f.read(max(0, min(n, self._size - self._f.tell())))
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> BoundedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _mcap_messages(path: Path) -> Iterator:
     from mcap.reader import make_reader
 
-    with path.open("rb") as f:
+    with BoundedFile(path) as f:
         reader = make_reader(f, validate_crcs=True)
         summary = reader.get_summary()
         header = reader.get_header()

@@ -485,9 +485,11 @@ def read_mcap(path: str | os.PathLike) -> McapContent:
     """The whole file in memory (scenes are seconds long), CRCs validated."""
     from mcap.reader import make_reader
 
+    from bridge_lake.export.health import BoundedFile
+
     path = Path(path)
     try:
-        with path.open("rb") as f:
+        with BoundedFile(path) as f:
             reader = make_reader(f, validate_crcs=True)
             header = reader.get_header()
             summary = reader.get_summary()

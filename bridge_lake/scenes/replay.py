@@ -439,6 +439,8 @@ def _lake_reference(
     from bridge_lake.lake import Lake
 
     lake = Lake(str(against), storage_options or {})
+    if not doc.get("format") or not doc.get("drive") or not doc.get("lake_snapshot"):
+        raise ReplayError("the manifest lacks the drive, format or lake snapshot to re-export")
     ref = doc["format"]["mapping"]
     candidates = [MAPPINGS / ref["file"]] if ref.get("shipped") else []
     for name, meta in observed.metadata:  # where the export found it (a drive's own mapping)

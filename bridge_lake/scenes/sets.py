@@ -433,18 +433,76 @@ def _finish(
 
 
 def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    """A scene manifest, checked to have every field replay-check reads, of its type."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(p.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise SceneSetError(f"{p}: cannot be read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise SceneSetError(f"{p}: not JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("kind") != MANIFEST_KIND:
         raise SceneSetError(f"{p}: not a scene manifest (kind {MANIFEST_KIND!r})")
     if doc.get("manifest_version") != MANIFEST_VERSION:
         raise SceneSetError(f"{p}: manifest version {doc.get('manifest_version')!r} unsupported")
+    _check_manifest(doc, p)
     return doc
+
+
+def _check_manifest(doc: dict[str, Any], p: Path) -> None:
+    """Types of the fields replay-check reads; a manifest is input like any file. The clean
+    scene a variant names must be a file beside it (a name, not a path)."""
+
+    def need(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            raise SceneSetError(f"{p}: {key}: expected {what}")
+
+    def integer(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def mapping(v: Any, *keys: str) -> bool:
+        return isinstance(v, dict) and all(k in v for k in keys)
+
+    window, topics, source = doc.get("window"), doc.get("topics"), doc.get("source")
+    need(mapping(window, "start_ns", "end_ns"), "window", "{start_ns, end_ns}")
+    need(integer(window["start_ns"]) and integer(window["end_ns"]), "window", "integer ns")
+    need(mapping(doc.get("file"), "sha256"), "file", "{sha256: text}")
+    need(isinstance(doc["file"]["sha256"], str), "file.sha256", "text")
+    need(topics is None or isinstance(topics, dict), "topics", "a mapping topic -> counts")
+    for topic, info in (topics or {}).items():
+        ok = mapping(info, "type", "messages") and isinstance(info["type"], str)
+        need(ok and integer(info["messages"]), f"topics.{topic}", "{type: text, messages: int}")
+    if source is not None:
+        need(mapping(source, "file", "sha256"), "source", "{file, sha256}")
+        name = source["file"]
+        plain = isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+        need(plain and "\\" not in name and "\0" not in name, "source.file", "a file name")
+        need(isinstance(source["sha256"], str), "source.sha256", "text")
+    fmt, snap = doc.get("format"), doc.get("lake_snapshot")
+    ok = fmt is None or (mapping(fmt, "encoding", "mapping") and mapping(fmt["mapping"], "file"))
+    need(ok, "format", "{encoding, mapping: {file, sha256}}")
+    tables = snap.get("tables") if isinstance(snap, dict) else None
+    ok = snap is None or (
+        isinstance(tables, dict)
+        and all(isinstance(t, str) and t.count("/") == 1 for t in tables)
+        and all(mapping(v, "fingerprint") for v in tables.values())
+    )
+    need(ok, "lake_snapshot", "{tables: {layer/table: {fingerprint}}}")
+    need(isinstance(doc.get("drive", ""), str), "drive", "text")
+    faults = doc.get("faults")
+    need(faults is None or isinstance(faults, dict), "faults", "a mapping or null")
+    groups = (faults or {}).get("injected", [])
+    need(isinstance(groups, list), "faults.injected", "a list")
+    for i, g in enumerate(groups):
+        key = f"faults.injected[{i}]"
+        need(mapping(g, "topic", "kind", "index", "orig_ns", "new_ns"), key, "a fault group")
+        need(isinstance(g["topic"], str) and isinstance(g["kind"], str), key, "topic, kind")
+        need(integer(g.get("step", 0)), f"{key}.step", "an integer")
+        columns = g["index"], g["orig_ns"], g["new_ns"]
+        need(all(isinstance(c, list) for c in columns), key, "lists index, orig_ns, new_ns")
+        need(len({len(c) for c in columns}) == 1, key, "index, orig_ns, new_ns of one length")
+        need(all(integer(v) for v in g["index"] + g["orig_ns"]), key, "integer index, orig_ns")
+        need(all(v is None or integer(v) for v in g["new_ns"]), key, "integer or null new_ns")
 
 
 # --- scene sets ------------------------------------------------------------------------------

@@ -87,8 +87,16 @@ def tiff_info(data: bytes, path: str = "<bytes>") -> TiffInfo:
     for i in range(count):
         tag, typ, n = struct.unpack_from(order + "HHI", data, ifd + 2 + 12 * i)
         tags[tag] = _values(data, order, ifd + 2 + 12 * i, typ, n, path)
+
+    def first(tag: int, default: int | None = None) -> int:
+        """A tag's first value; a tag without integer values counts as absent."""
+        values = tags.get(tag) or ([default] if default is not None else [])
+        if not values:
+            raise FormatError(f"TIFF lacks required tag {tag}", path=path, offset=ifd)
+        return values[0]
+
+    width, height = first(TAG_WIDTH), first(TAG_HEIGHT)
     try:
-        width, height = tags[TAG_WIDTH][0], tags[TAG_HEIGHT][0]
         offsets, sizes = tags[TAG_STRIP_OFFSETS], tags[TAG_STRIP_BYTES]
     except KeyError as exc:
         raise FormatError(f"TIFF lacks required tag {exc.args[0]}", path=path, offset=ifd) from None
@@ -96,15 +104,15 @@ def tiff_info(data: bytes, path: str = "<bytes>") -> TiffInfo:
         o + s > len(data) for o, s in zip(offsets, sizes, strict=False)
     ):
         raise TruncatedFileError("image strips lie past the end of the file", path=path, offset=ifd)
-    samples = tags.get(TAG_SAMPLES, [1])[0]
-    bits = tags.get(TAG_BITS, [1])[0]
-    photometric = PHOTOMETRIC.get(tags.get(TAG_PHOTOMETRIC, [1])[0], "unknown")
+    samples = first(TAG_SAMPLES, 1)
+    bits = first(TAG_BITS, 1)
+    photometric = PHOTOMETRIC.get(first(TAG_PHOTOMETRIC, 1), "unknown")
     base = (
         {1: "mono", 3: "rgb", 4: "rgba"}.get(samples, f"{samples}ch")
         if photometric != "bayer"
         else "bayer"
     )
-    compression = COMPRESSION.get(tags.get(TAG_COMPRESSION, [1])[0], "unknown")
+    compression = COMPRESSION.get(first(TAG_COMPRESSION, 1), "unknown")
     return TiffInfo(width, height, f"{base}{bits}", compression)
 
 

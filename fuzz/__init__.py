@@ -1,0 +1,7 @@
+"""Coverage-guided fuzzing of every reader bridge_lake points at untrusted bytes.
+
+`harness.py` holds the rule (only `BridgeLakeError` may escape, within a time and memory
+budget), `targets/` one small module per reader, `corpus.py` the seed corpora (real
+recordings of shared/testdata and small synthetic files), `run.py` the runner behind
+`make fuzz` and the short run of the test suite. docs/fuzzing.md says how to use them.
+"""
