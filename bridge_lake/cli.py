@@ -51,7 +51,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from bridge_lake.demo import run_ingest
 
     lake = args.lake or settings.lake_root()
-    outcomes = run_ingest(str(args.landing), lake, args.drive, out=sys.stdout)
+    outcomes = run_ingest(
+        str(args.landing), lake, args.drive, out=sys.stdout, launch=args.launch, wait=args.wait
+    )
     return 0 if all(o.run_ok and not o.checks_failed for o in outcomes) else 1
 
 
@@ -324,14 +326,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "ingest",
-        help="run every layer for the drive folders of a landing zone (in-process)",
+        help="run every layer for the drive folders of a landing zone",
         description="Register the drive folders of LANDING as partitions of the Dagster "
         "instance in $DAGSTER_HOME (default ./.dagster_home) and run lake_job for each, as the "
-        "landing-zone sensor would; `dagster dev` on the same home shows the runs.",
+        "landing-zone sensor would: in this process, or with --launch as runs the instance "
+        "launches; `dagster dev` on the same home shows the runs.",
     )
     p.add_argument("landing", help="landing zone: a local folder or s3://bucket/prefix")
     p.add_argument("--drive", nargs="+", help="only these drive ids (default: every drive)")
     p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    p.add_argument(
+        "--launch",
+        action="store_true",
+        help="submit the drives as runs to the instance's run coordinator (its queue, worked "
+        "off by the daemon of `dagster dev`) instead of running them in this process",
+    )
+    p.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_false",
+        help="with --launch: print the run ids and return without waiting for the runs",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")

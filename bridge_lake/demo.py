@@ -31,6 +31,10 @@ SOURCE_TAG = "bridge_lake/source"
 
 DEMO_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 """A home created by the demo keeps Dagster's default SQLite storage inside it."""
+SUPERSEDED_DEV = "ignore:Function `dev_command` is superseded"
+"""Dagster 1.13's `dagster dev` warns that `dg dev` (the separate dagster-dg-cli package)
+supersedes it; `dagster dev` is what this project runs and documents, so that warning only
+alarms."""
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 """The demo prints its own progress; Dagster's step log is in the run's event log."""
 
@@ -98,7 +102,11 @@ def run_demo(
 
 def ui_command(env: dict[str, str]) -> str:
     """A `dagster dev` command that works from any folder: the venv's own dagster and the
-    repository's workspace.yaml by absolute path (`make dev` in the repository does the same)."""
+    repository's workspace.yaml by absolute path (`make dev` in the repository does the same).
+
+    It starts in DAGSTER_HOME (a subshell, so the caller's folder stays): from a folder holding
+    another dagster.yaml, such as the repository's template, `dagster dev` warns that it is
+    not used; and it silences SUPERSEDED_DEV. Neither warning asks anything of the user."""
     dagster = Path(sys.executable).with_name("dagster")
     workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
     target = (
@@ -106,7 +114,9 @@ def ui_command(env: dict[str, str]) -> str:
     )
     exe = shlex.quote(str(dagster)) if dagster.is_file() else "dagster"
     settings_ = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    return f"{settings_} {exe} dev {target} -h 127.0.0.1 -p 3000"
+    home = shlex.quote(env["DAGSTER_HOME"])
+    quiet = f"PYTHONWARNINGS={shlex.quote(SUPERSEDED_DEV)}"
+    return f"(cd {home} && {quiet} {settings_} {exe} dev {target} -h 127.0.0.1 -p 3000)"
 
 
 def materialize_drives(
@@ -145,15 +155,109 @@ def materialize_drives(
                 tags={DRIVE_TAG: drive_id, SOURCE_TAG: source},
             )
             seconds = time.perf_counter() - t
-            outcomes.extend(_outcomes(result, drive_id, seconds))
+            evaluations = result.get_asset_check_evaluations()
+            mats = [e.materialization for e in result.get_asset_materialization_events()]
+            outcomes.extend(_outcomes(mats, evaluations, drive_id, result.success, seconds))
             status = "ok" if result.success else "FAILED"
             print(f"        {status} in {seconds:.1f} s", file=out, flush=True)
     return outcomes
 
 
-def run_ingest(landing: str, lake: str, drive_ids: list[str] | None, out: TextIO) -> list:
+def launch_drives(
+    landing: str, lake: str, sources: dict[str, str], home: Path, out: TextIO, *, wait: bool
+) -> list[AssetOutcome]:
+    """Register the drives as partitions of the instance in `home` and submit a run of
+    `lake_job` for each to its run coordinator (defs/launch.py); unless `wait` is false, follow
+    them to the end and gather what they recorded."""
+    from bridge_lake.defs import launch
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        if wait and launch.queue_needs_daemon(instance):
+            raise launch.LaunchError(
+                f"the instance in {home} queues runs and no dagster-daemon is running for it, "
+                "so they would never start: run `dagster dev` (it runs the daemon) with "
+                f"DAGSTER_HOME={home}, or add --no-wait to only queue them, or leave out "
+                "--launch to run them in this process"
+            )
+        known = set(instance.get_dynamic_partitions(drives_partitions.name))
+        instance.add_dynamic_partitions(
+            drives_partitions.name, [d for d in sources if d not in known]
+        )
+        print(f"  loading the code location {launch.LOCATION!r} ...", file=out, flush=True)
+        with launch.workspace(instance) as ws:
+            runs = launch.submit_drives(
+                instance, ws, sources, _launch_config(landing, lake), _run_tags
+            )
+            how = "queued" if launch.queues(instance) else "launched at once"
+            print(f"  submitted {len(runs)} runs of lake_job ({how}):", file=out)
+            for r in runs:
+                print(f"    {r.drive_id:32s} run {r.run_id}", file=out, flush=True)
+            if not wait:
+                if launch.queue_needs_daemon(instance):
+                    print("  queued: they start once a dagster-daemon runs for this home "
+                          "(`dagster dev`)", file=out)  # fmt: skip
+                print("  not waiting (--no-wait): see them in the UI or `dagster run list`",
+                      file=out)  # fmt: skip
+                return []
+            finished = launch.wait_for_runs(instance, runs, _status_printer(len(runs), out))
+        outcomes: list[AssetOutcome] = []
+        for r in runs:
+            status, seconds = finished[r.run_id]
+            mats, evaluations = launch.run_events(instance, r.run_id)
+            ok = status == dg.DagsterRunStatus.SUCCESS
+            outcomes.extend(_outcomes(mats, evaluations, r.drive_id, ok, seconds))
+    return outcomes
+
+
+def _launch_config(landing: str, lake: str) -> dict:
+    """Run config naming the lake and landing zone (a launched run may execute in a process,
+    the daemon's or a cluster's, whose environment points elsewhere), with console logs at
+    WARNING (the events are in the run's event log; this process prints the progress)."""
+    return {
+        **QUIET_LOGS,
+        "resources": {
+            "lake": {"config": {"root": lake, "storage_options": settings.storage_options(lake)}},
+            "landing": {
+                "config": {
+                    "root": landing,
+                    "storage_options": settings.storage_options(landing),
+                    "adtf_mapping": settings.adtf_mapping(),
+                }
+            },
+        },
+    }
+
+
+def _run_tags(drive_id: str, source: str) -> dict[str, str]:
+    return {DRIVE_TAG: drive_id, SOURCE_TAG: source}
+
+
+def _status_printer(total: int, out: TextIO):
+    finished = 0
+
+    def report(run, status: dg.DagsterRunStatus, seconds: float) -> None:
+        nonlocal finished
+        if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE,
+                      dg.DagsterRunStatus.CANCELED):  # fmt: skip
+            finished += 1
+        print(f"  [{finished}/{total} finished] {run.drive_id}: {status.value.lower()} "
+              f"after {seconds:.0f} s", file=out, flush=True)  # fmt: skip
+
+    return report
+
+
+def run_ingest(
+    landing: str,
+    lake: str,
+    drive_ids: list[str] | None,
+    out: TextIO,
+    *,
+    launch: bool = False,
+    wait: bool = True,
+) -> list[AssetOutcome]:
     """`bridge-lake ingest`: every drive folder of a landing zone (or the ones named) through
-    the whole pipeline on the instance of $DAGSTER_HOME (default ./.dagster_home)."""
+    the whole pipeline on the instance of $DAGSTER_HOME (default ./.dagster_home), in this
+    process or, with `launch`, as runs the instance launches (`wait`: until they finish)."""
     zone = LandingZone(landing, settings.storage_options(landing))
     scan = zone.scan()
     for name, why in sorted(scan.rejected.items()):
@@ -176,9 +280,19 @@ def run_ingest(landing: str, lake: str, drive_ids: list[str] | None, out: TextIO
         (home / "dagster.yaml").write_text(DEMO_INSTANCE_YAML)
     print(f"bridge-lake ingest: {len(found)} drives from {landing} into {lake} "
           f"(Dagster home {home})", file=out)  # fmt: skip
-    outcomes = materialize_drives(landing, lake, sources, home, out)
+    if launch:  # runs in other processes: local paths must not depend on this one's cwd
+        landing, lake = _absolute(landing), _absolute(lake)
+        outcomes = launch_drives(landing, lake, sources, home, out, wait=wait)
+        if not wait:
+            return outcomes
+    else:
+        outcomes = materialize_drives(landing, lake, sources, home, out)
     _print_summary(outcomes, out)
     return outcomes
+
+
+def _absolute(url: str) -> str:
+    return url if "://" in url else str(Path(url).resolve())
 
 
 def _source(zone: LandingZone, drive_id: str) -> str:
@@ -190,17 +304,22 @@ def _source(zone: LandingZone, drive_id: str) -> str:
 
 
 def _outcomes(
-    result: dg.ExecuteInProcessResult, drive_id: str, seconds: float
+    materializations: list[dg.AssetMaterialization],
+    evaluations: list[dg.AssetCheckEvaluation],
+    drive_id: str,
+    ok: bool,
+    seconds: float,
 ) -> list[AssetOutcome]:
+    """One row per materialization with its checks; a failed run that materialized nothing
+    still gets a row, so it is counted and the exit code says so."""
     checks: dict[str, list[tuple[str, bool, bool]]] = {}
-    for ev in result.get_asset_check_evaluations():
+    for ev in evaluations:
         is_error = ev.severity == dg.AssetCheckSeverity.ERROR
         checks.setdefault(ev.asset_key.to_user_string(), []).append(
             (ev.check_name, ev.passed, is_error)
         )
     out = []
-    for mat in result.get_asset_materialization_events():
-        m = mat.materialization
+    for m in materializations:
         key = m.asset_key.to_user_string()
         rows = m.metadata.get("dagster/row_count") or m.metadata.get("messages")
         path = m.metadata.get("dagster/uri")
@@ -212,12 +331,14 @@ def _outcomes(
                 int(rows.value) if rows is not None else None,
                 str(path.value) if path is not None else "",
                 sum(ok for _, ok, _ in results),
-                [name for name, ok, error in results if not ok and error],
-                [name for name, ok, error in results if not ok and not error],
-                result.success,
+                [name for name, passed, error in results if not passed and error],
+                [name for name, passed, error in results if not passed and not error],
+                ok,
                 seconds,
             )
         )
+    if not out and not ok:
+        out.append(AssetOutcome(drive_id, "(run failed)", None, "", 0, [], [], False, seconds))
     return out
 
 
