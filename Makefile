@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# `dagster dev` / `definitions validate` point to `dg` (another package); ours work in 1.13
+SUPERSEDED := ignore:Function `dev_command` is superseded,ignore:Function `definitions_validate_command` is superseded
 
 .PHONY: install chromium postgres redis demo test lint format validate dev bench-smoke clean
 
@@ -58,12 +60,14 @@ format: install
 	$(BIN)/ruff format .
 
 validate: install
-	$(BIN)/dagster definitions validate -w workspace.yaml
+	PYTHONWARNINGS='$(SUPERSEDED)' $(BIN)/dagster definitions validate -w workspace.yaml
 
-## dev: the Dagster UI over the demo's lake and landing zone (run `make demo` first)
+## dev: the Dagster UI over the demo's lake and landing zone (run `make demo` first); started
+## in DAGSTER_HOME, as dagster dev warns about a dagster.yaml in its folder that is not the home's
 dev: install
-	BRIDGE_LAKE_ROOT=$(CURDIR)/demo/lake BRIDGE_LAKE_LANDING=$(CURDIR)/demo/landing \
-	  $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	cd $(DAGSTER_HOME) && PYTHONWARNINGS='$(SUPERSEDED)' \
+	  BRIDGE_LAKE_ROOT=$(CURDIR)/demo/lake BRIDGE_LAKE_LANDING=$(CURDIR)/demo/landing \
+	  $(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -h 127.0.0.1 -p 3000
 
 bench-smoke: install
 	for b in $(wildcard benchmarks/bench_*.py); do $(BIN)/python $$b --smoke || exit 1; done
