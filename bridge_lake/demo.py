@@ -90,14 +90,18 @@ def run_demo(
     sources = {d.drive_id: d.source for d in made}
     outcomes = materialize_drives(str(landing_root), str(lake_root), sources, home, out)
     _print_summary(outcomes, out)
+    _print_ui_command(home, str(lake_root), str(landing_root), out)
+    return outcomes
+
+
+def _print_ui_command(home: Path, lake: str, landing: str, out: TextIO) -> None:
     env = {
         "DAGSTER_HOME": str(home),
-        "BRIDGE_LAKE_ROOT": str(lake_root),
-        "BRIDGE_LAKE_LANDING": str(landing_root),
+        "BRIDGE_LAKE_ROOT": _absolute(lake),
+        "BRIDGE_LAKE_LANDING": _absolute(landing),
     }
     print("\nOpen the same instance in the UI (http://127.0.0.1:3000):", file=out)
     print("  " + ui_command(env), file=out)
-    return outcomes
 
 
 def ui_command(env: dict[str, str]) -> str:
@@ -283,11 +287,11 @@ def run_ingest(
     if launch:  # runs in other processes: local paths must not depend on this one's cwd
         landing, lake = _absolute(landing), _absolute(lake)
         outcomes = launch_drives(landing, lake, sources, home, out, wait=wait)
-        if not wait:
-            return outcomes
     else:
         outcomes = materialize_drives(landing, lake, sources, home, out)
-    _print_summary(outcomes, out)
+    if outcomes:
+        _print_summary(outcomes, out)
+    _print_ui_command(home, lake, landing, out)
     return outcomes
 
 

@@ -68,6 +68,7 @@ def test_launch_into_a_queue_without_daemon(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     (run_id,) = RUN_ID.findall(out)
     assert "(queued)" in out and "start once a dagster-daemon runs" in out
+    assert f"DAGSTER_HOME={home}" in out and " dev -w " in out  # how to watch them
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.QUEUED
         assert len(instance.get_runs()) == 1
