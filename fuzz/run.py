@@ -103,6 +103,7 @@ def _child(name: str, work: Path, max_len: int | None, libfuzzer_args: list[str]
         *dirs,
         f"-max_len={min(target.MAX_LEN, max_len or target.MAX_LEN)}",
         f"-timeout={int(harness.TIME_LIMIT_S * 4)}",  # wall clock: a hang, whatever the load
+        f"-report_slow_units={int(harness.TIME_LIMIT_S * 4)}",
         "-rss_limit_mb=6144",
         f"-artifact_prefix={artifacts}/",
         "-print_final_stats=1",
@@ -142,7 +143,8 @@ def run_target(name: str, work: Path, child_args: list[str]) -> Result:
         result.coverage, result.features, result.corpus_units = int(cov), int(ft), int(units)
     result.seeds = len(list((work / "seeds" / name).iterdir()))
     after = set(artifacts.iterdir()) if artifacts.is_dir() else set()
-    result.artifacts = sorted(str(p) for p in after - before)
+    kinds = ("crash-", "timeout-", "oom-", "leak-")  # not libFuzzer's slow-unit notes
+    result.artifacts = sorted(str(p) for p in after - before if p.name.startswith(kinds))
     return result
 
 

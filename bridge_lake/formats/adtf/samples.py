@@ -7,6 +7,7 @@ copies, so the reader can hand out zero-copy views.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element
@@ -132,6 +133,10 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
+_UINT = re.compile(r"\s*[0-9]{1,10}\s*")
+"""A substream id as the type XML writes it (what `StreamType.substreams` converts)."""
+
+
 def parse_stream_type(text: str, *, path: str, offset: int) -> StreamType:
     """Parse stream type XML without expanding entities (defusedxml)."""
     try:
@@ -147,7 +152,15 @@ def parse_stream_type(text: str, *, path: str, offset: int) -> StreamType:
     props = {}
     for el in root:
         if _local(el.tag) == "property" and "name" in el.attrib:
-            props[el.attrib["name"]] = Property(el.attrib.get("type", ""), el.text or "")
+            name, value = el.attrib["name"], el.text or ""
+            parts = name.split("/")
+            if len(parts) == 2 and parts[0] == "substreams" and not _UINT.fullmatch(value):
+                raise StreamIndexError(
+                    f"substream {parts[1]!r} has id {value!r}, not an integer",
+                    path=path,
+                    offset=offset,
+                )
+            props[name] = Property(el.attrib.get("type", ""), value)
     return StreamType(root.attrib["meta_type"], props)
 
 
