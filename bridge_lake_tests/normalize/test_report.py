@@ -381,3 +381,15 @@ def test_camera_preview_reads_within_its_budget(tmp_path):
     assert some.bytes_read <= 3.5 * per_group
     least = camera_preview(lake, "d", max_read=1)  # still one thumbnail for every camera
     assert sorted(t.camera for t in least.thumbnails) == ["a", "b"]
+
+
+def test_previews_from_a_lake_on_s3_equal_the_local_ones(tmp_path, s3_options, s3_bucket):
+    """The same drive on a local disk and on S3 (moto): the same thumbnails and scan picture,
+    read through fsspec from the object store."""
+    local, remote = Lake(str(tmp_path / "lake")), Lake(f"s3://{s3_bucket}/lake", s3_options)
+    for lake in (local, remote):
+        _pictures_drive(lake)
+    a, b = camera_preview(local, "pics"), camera_preview(remote, "pics")
+    assert [t.jpeg for t in a.thumbnails] == [t.jpeg for t in b.thumbnails]
+    assert len(b.thumbnails) == 12 and a.bytes_read == b.bytes_read
+    assert lidar_preview(local, "pics") == lidar_preview(remote, "pics") is not None
