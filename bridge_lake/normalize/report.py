@@ -245,6 +245,11 @@ def _cameras(preview: CameraPreview | None, t0: int | None) -> str:
     )
 
 
+def _metres(v: float) -> str:
+    """One decimal, never "-0.0"."""
+    return f"{round(v, 1) + 0.0:.1f} m"
+
+
 def _lidar(preview: LidarPreview | None, t0: int | None) -> str:
     if preview is None:
         return '<p id="lidar">No lidar scans.</p>'
@@ -259,8 +264,8 @@ def _lidar(preview: LidarPreview | None, t0: int | None) -> str:
         f'<defs><linearGradient id="height-colours">{stops}</linearGradient></defs>'
         f"{_scale_bar(4, 16, bar_m, bar_m * px_per_m, 'lidar-scale')}"
         f'<rect x="4" y="26" width="{LIDAR_SIZE - 8}" height="8" fill="url(#height-colours)"/>'
-        f'<text x="4" y="45">z {preview.z_low_m:.1f} m</text>'
-        f'<text x="{LIDAR_SIZE - 70}" y="45">z {preview.z_high_m:.1f} m</text></svg>'
+        f'<text x="4" y="45">z {_metres(preview.z_low_m)}</text>'
+        f'<text x="{LIDAR_SIZE - 70}" y="45">z {_metres(preview.z_high_m)}</text></svg>'
     )
     rel = f" ({(preview.time_ns - t0) / clock.NS_PER_S:+.1f} s)" if t0 is not None else ""
     return (
