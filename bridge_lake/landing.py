@@ -129,8 +129,13 @@ class LandingZone(FsRoot):
     def _checked_local(self, drive_id: str, rel: str) -> str:
         ddir = self.drive_dir(drive_id)
         path = os.path.join(ddir, safe_relative(rel))
+        real_zone = os.path.realpath(self.base)
         real_root = os.path.realpath(ddir)
         real = os.path.realpath(path)
+        if os.path.commonpath([real_zone, real_root]) != real_zone or real_root == real_zone:
+            raise BridgeLakeError(
+                f"{ddir}: drive folder resolves to {real_root}, outside landing zone {self.base}"
+            )
         if os.path.commonpath([real_root, real]) != real_root:
             raise BridgeLakeError(f"{path}: resolves to {real}, outside drive folder {ddir}")
         return real

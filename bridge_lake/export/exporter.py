@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -548,9 +549,15 @@ def _tum(path: Path, time_ns: np.ndarray, cols: dict, force: bool) -> Path:
             strict=True,
         )
     ]
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text("# timestamp tx ty tz qx qy qz qw\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # a new name of our own (O_EXCL): a fixed one could be a planted symlink to write through
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("# timestamp tx ty tz qx qy qz qw\n" + "\n".join(lines) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -1,8 +1,11 @@
 """ADTF recordings (IFHD container, extension table, stream index, chunk walk, sample
 envelopes, DDL decode, `bridge-lake info`), strict and salvaging, on whole files.
 
-ADTF 2 inputs get the real recording's `.description` sidecar beside them, so mutated
-samples of its DDL streams go through the serialized-to-deserialized conversion too."""
+ADTF 2 inputs get a `.description` sidecar beside them (the real recording's DDL plus the
+writer seeds' struct), so mutated samples of DDL streams go through the serialized-to-
+deserialized conversion too. Seeds are the recordings up to MAX_LEN: a pass over the
+larger ones takes seconds under tracemalloc (they stay covered by the hypothesis damage
+tests of bridge_lake_tests/formats/test_adtf_fuzz.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +13,27 @@ from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import open_dat
+from bridge_lake.formats.adtf.ddl import DDL, parse_ddl, render_ddl
 from bridge_lake.formats.adtf.info import info_dict, render_info
 from fuzz import corpus
 from fuzz.targets import scratch_file
 
-MAX_LEN = 128 << 10
-_SIDECAR = corpus.ADTF_TESTDATA / "test_file_rec_newfile.dat.description"
+MAX_LEN = 48 << 10
+
+
+def _sidecar() -> bytes:
+    """One DDL describing the streams of every ADTF 2 seed."""
+    parts = [parse_ddl(corpus._WRITER_DDL)]
+    real = corpus.ADTF_TESTDATA / "test_file_rec_newfile.dat.description"
+    if real.is_file():
+        parts.append(parse_ddl(real.read_bytes()))
+    merged = DDL(*({k: v for p in parts for k, v in getattr(p, f).items()} for f in DDL_FIELDS))
+    merged.streams.setdefault("P", "P")
+    return render_ddl(merged).encode()
+
+
+DDL_FIELDS = ("datatypes", "enums", "structs", "streams", "constants")
+_SIDECAR = _sidecar()
 
 
 def seeds(work: Path) -> dict[str, bytes]:
@@ -48,8 +66,8 @@ def one_input(data: bytes) -> None:
     decodes what is left; `info` summarises."""
     path = scratch_file("input.dat", data)
     sidecar = path.with_name("input.dat.description")
-    if not sidecar.exists() and _SIDECAR.exists():
-        sidecar.write_bytes(_SIDECAR.read_bytes())
+    if not sidecar.exists():
+        sidecar.write_bytes(_SIDECAR)
     for strict in (True, False):
         try:
             with open_dat(path, strict=strict) as f:
