@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import celery
+import grpc
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mcap.reader import make_reader
 
 from bridge_lake.synth import synthesize
@@ -91,6 +93,18 @@ def instance_config(pg_port: int) -> dict:
     return config
 
 
+def _serving(port: int) -> bool:
+    """The code server answers the standard gRPC health check (what `dagster api
+    grpc-health-check` asks, without starting a process per try)."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        request = health_pb2.HealthCheckRequest(service="DagsterApi")
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(request, timeout=2)
+        except grpc.RpcError:
+            return False
+    return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
 def _workers_ready(broker: str) -> bool:
     app = celery.Celery(broker=broker, backend=broker)
     replies = app.control.ping(timeout=1.0)
@@ -148,43 +162,15 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             return server
 
         t = time.monotonic()
-        code = start(
-            "code-server",
-            "dagster",
-            "api",
-            "grpc",
-            "-m",
-            "bridge_lake.definitions",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(grpc_port),
-        )
+        serve = f"dagster api grpc -m bridge_lake.definitions -h 127.0.0.1 -p {grpc_port}"
+        code = start("code-server", *serve.split())
+        celery_worker = f"dagster-celery worker start -A dagster_celery.app -y {CELERY_YAML} -n"
         workers = {
-            name: start(
-                name,
-                "dagster-celery",
-                "worker",
-                "start",
-                "-A",
-                "dagster_celery.app",
-                "-y",
-                str(CELERY_YAML),
-                "-n",
-                name,
-                "--",
-                "--concurrency=1",
-            )
+            name: start(name, *celery_worker.split(), name, "--", "--concurrency=1")
             for name in WORKERS
         }
         servers = [code, *workers.values()]
-        health = [str(BIN / "dagster"), "api", "grpc-health-check", "-p", str(grpc_port)]
-        wait_until(
-            "code server",
-            lambda: subprocess.run(health, capture_output=True, env=env).returncode == 0,
-            180,
-            *servers,
-        )
+        wait_until("code server", lambda: _serving(grpc_port), 180, *servers)
         timings["code_server_s"] = time.monotonic() - t
         # the operator's commands, all at once: the daemon may start the first runs while the
         # second backfill of `twice` is still being submitted (the test checks it was queued
@@ -207,6 +193,8 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             )
             for c in commands
         ]
+        for proc in submitting:
+            stack.callback(proc.kill)  # only if it hangs: a finished process is left alone
         daemon = start("dagster-daemon", "dagster-daemon", "run", "-w", str(workspace))
         for command, proc in zip(commands, submitting, strict=True):
             out, _ = proc.communicate(timeout=300)
