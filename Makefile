@@ -6,7 +6,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 # `dagster dev` / `definitions validate` point to `dg` (another package); ours work in 1.13
 SUPERSEDED := ignore:Function `dev_command` is superseded,ignore:Function `definitions_validate_command` is superseded
 
-.PHONY: install chromium postgres redis demo test lint format validate dev bench-smoke clean
+.PHONY: install chromium postgres redis demo test lint format validate dev bench-smoke fuzz clean
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -71,6 +71,12 @@ dev: install
 
 bench-smoke: install
 	for b in $(wildcard benchmarks/bench_*.py); do $(BIN)/python $$b --smoke || exit 1; done
+
+## fuzz: coverage-guided fuzzing of every reader (atheris), FUZZ_SECONDS per target, two at
+## a time; corpus and findings under fuzz/.work/ (docs/fuzzing.md). The tests run a short form.
+FUZZ_SECONDS ?= 600
+fuzz: install
+	$(BIN)/python -m fuzz.run --seconds $(FUZZ_SECONDS) --jobs 2 --json fuzz/.work/results.json
 
 clean:
 	rm -rf $(VENV) $(DAGSTER_HOME) demo .pytest_cache .ruff_cache

@@ -21,7 +21,7 @@ def seeds(work: Path) -> dict[str, bytes]:
 def one_input(data: bytes) -> None:
     path = scratch_file("velodyne_hits.bin", data)
     report = HitsReport()
-    for batch in iter_velodyne_packets(path, batch_hits=64, report=report, threads=1):
+    for batch in iter_velodyne_packets(path, batch_hits=512, report=report, threads=1):
         batch.hits.num_rows  # noqa: B018
-    for scan in iter_scans(path, batch_hits=64, report=ScanReport()):
+    for scan in iter_scans(path, batch_hits=512, report=ScanReport()):
         scan.points.num_rows  # noqa: B018
