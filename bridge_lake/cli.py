@@ -14,17 +14,26 @@ from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from bridge_lake.synth import synthesize
 
-    made = synthesize(
-        args.out,
-        drives=args.drives,
-        minutes=args.minutes,
-        seed=args.seed,
-        source=args.source,
-        light=args.light,
-        force=args.force,
-    )
+    with tqdm(total=args.drives, unit=" drives", file=sys.stderr) as bar:
+
+        def progress(done: int, drive: str) -> None:
+            bar.update(done - bar.n)
+            bar.set_postfix_str(drive)
+
+        made = synthesize(
+            args.out,
+            drives=args.drives,
+            minutes=args.minutes,
+            seed=args.seed,
+            source=args.source,
+            light=args.light,
+            force=args.force,
+            progress=progress,
+        )
     for d in made:
         size = sum(f.stat().st_size for f in d.files)
         print(f"{d.path}\t{d.source}\t{len(d.files)} files\t{size} bytes")

@@ -8,6 +8,7 @@ Output is deterministic for a seed, so tests can rely on it.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,13 +43,15 @@ def synthesize(
     light: bool = False,
     nclt_hits_per_rev: int | None = None,
     force: bool = False,
+    progress: Callable[[int, str], None] | None = None,
 ) -> list[SynthDrive]:
     """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF.
 
     `light` thins the NCLT lidar (realistic revolutions hold ~50k hits) for demos and tests;
     `nclt_hits_per_rev` sets the density outright (benchmarks). Every file is still written
     in its exact format. A drive folder that already holds files is refused (old and new
-    files would mix into one drive) unless `force`, which empties it first.
+    files would mix into one drive) unless `force`, which empties it first. `progress` is
+    called with (drives done, the drive being written) before each drive and at the end.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -63,7 +66,11 @@ def synthesize(
         kind = source if source != "all" else ("nclt", "adtf")[i % 2]
         drive_seed = seed * 1000 + i
         hits = nclt_hits_per_rev or (LIGHT_NCLT_HITS_PER_REV if light else None)
+        if progress is not None:
+            progress(i, _drive_id(kind, i, drive_seed))
         made.append(_one_drive(out, kind, i, minutes, drive_seed, hits))
+    if progress is not None:
+        progress(drives, "")
     return made
 
 
