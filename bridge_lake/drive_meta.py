@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from bridge_lake.errors import DriveMetadataError
+from bridge_lake.yaml_input import safe_load
 
 DRIVE_YAML = "drive.yaml"
 MAX_DRIVE_YAML_BYTES = 1 << 20
@@ -46,24 +47,12 @@ class DriveMeta:
         return json.dumps(self.extra, sort_keys=True, default=str)
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """yaml.safe_load without aliases (`*name`). `extra` is kept as JSON, where nested aliases
-    expand: a 535-byte drive.yaml of nine nested aliases became 10^9 list items."""
-
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not allowed", self.peek_event().start_mark
-            )
-        return super().compose_node(parent, index)
-
-
 def parse_drive_yaml(text: bytes | str, *, where: str = DRIVE_YAML) -> DriveMeta:
     """Parse and validate a drive.yaml; every problem raises DriveMetadataError naming `where`."""
     if len(text) > MAX_DRIVE_YAML_BYTES:
         raise DriveMetadataError(f"{where}: larger than {MAX_DRIVE_YAML_BYTES} bytes")
     try:
-        doc = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        doc = safe_load(text, aliases=False)
     except yaml.YAMLError as exc:
         raise DriveMetadataError(f"{where}: not valid YAML: {exc}") from exc
     if not isinstance(doc, dict):

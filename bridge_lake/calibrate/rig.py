@@ -50,6 +50,7 @@ import yaml
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.geometry import OPTICAL_IN_BODY, LinearizedNed, Transform, is_rotation_matrix
 from bridge_lake.geometry.rotations import ORTHONORMAL_TOL
+from bridge_lake.yaml_input import safe_load
 
 SHIPPED_RIGS = Path(__file__).parent / "rigs"
 """Rigs that ship with the project (NCLT, the synthetic ADTF test vehicle)."""
@@ -146,7 +147,7 @@ def load_rig(path: str | os.PathLike) -> Rig:
         size = path.stat().st_size
         if size > MAX_RIG_BYTES:
             raise RigError(path, None, f"larger than {MAX_RIG_BYTES} bytes")
-        doc = yaml.safe_load(path.read_bytes())
+        doc = safe_load(path.read_bytes())
     except OSError as exc:
         raise RigError(path, None, f"cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:

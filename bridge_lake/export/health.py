@@ -235,12 +235,22 @@ def _time_ns(t: object) -> int | None:
     return None
 
 
+class BoundedPath(type(Path())):  # type: ignore[misc]
+    """A path whose binary `open` is a `BoundedFile`: rosbags' ROS 1 reader opens the path
+    it is given and reads a record's length, then `read(length)` (a 5.7 KB bag claiming a
+    512 MiB header made that allocation)."""
+
+    def open(self, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        return BoundedFile(self) if mode == "rb" else super().open(mode, *args, **kwargs)
+
+
 def _bag_messages(path: Path) -> Iterator:
     from rosbags.highlevel import AnyReader
 
     from bridge_lake.export.messages import typestore
 
-    with AnyReader([path], default_typestore=typestore(2 if path.is_dir() else 1)) as reader:
+    source = path if path.is_dir() else BoundedPath(path)
+    with AnyReader([source], default_typestore=typestore(2 if path.is_dir() else 1)) as reader:
         if path.is_dir():
             import yaml
 
@@ -304,17 +314,8 @@ class BoundedFile:
             return self._f.read()
         return self._f.read(max(0, min(n, self._size - self._f.tell())))
 
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._f.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._f.tell()
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._f, name)  # seek, tell, readline, ...: as the file does them
 
     def close(self) -> None:
         self._f.close()

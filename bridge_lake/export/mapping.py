@@ -32,6 +32,7 @@ import yaml
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake.schemas import CALIBRATED, GENERIC_PREFIX, NORMALIZED
+from bridge_lake.yaml_input import safe_load
 
 MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
@@ -144,7 +145,7 @@ def load_mapping(path: str | os.PathLike) -> Mapping:
     try:
         if path.stat().st_size > MAX_MAPPING_BYTES:
             raise MappingError(f"{path}: larger than {MAX_MAPPING_BYTES} bytes")
-        doc = yaml.safe_load(path.read_bytes())
+        doc = safe_load(path.read_bytes())
     except OSError as exc:
         raise MappingError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:

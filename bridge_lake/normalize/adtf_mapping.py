@@ -46,6 +46,7 @@ from bridge_lake import settings
 from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
 from bridge_lake.errors import BridgeLakeError, DriveMetadataError
 from bridge_lake.lake.schemas import NORMALIZED, SENSOR_TABLES
+from bridge_lake.yaml_input import safe_load
 
 DEFAULT_MAPPING = "adtf_mapping.yaml"
 """Package data file of `bridge_lake.normalize` holding the default rules."""
@@ -380,7 +381,7 @@ def resolve_mapping(
 def parse_mapping(text: str, *, path: str = "<mapping>", layer: str = "user") -> Mapping:
     """Validate mapping YAML text (yaml.safe_load: no object construction from tags)."""
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -47,6 +47,7 @@ import yaml
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.mcap_writer import McapWriter
+from bridge_lake.yaml_input import safe_load
 
 KINDS = ("drop", "delay", "black", "missing", "reorder", "clock_offset")
 DROP_RATE_RANGE = (0.001, 0.05)
@@ -291,7 +292,7 @@ def parse_yaml(text: str, path: str = "<faults>") -> list[VariantSpec]:
           - {topic: "*", kind: clock_offset, by: +20ms}
     """
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         raise FaultError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(doc, dict):

@@ -30,6 +30,7 @@ import yaml
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake.schemas import TABLES
 from bridge_lake.lake.views import view_name
+from bridge_lake.yaml_input import safe_load
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "sql" / "scenes"
 """The shipped rules (sql/scenes/ of the repository)."""
@@ -157,7 +158,7 @@ def load_params(path: Path | str | None = None) -> SceneParams:
     """The params file (default PARAMS_FILE), its shape checked; values must be scalars."""
     path = Path(path) if path is not None else PARAMS_FILE
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise SceneRuleError(path, f"cannot read the parameters: {e.strerror or e}") from e
     except yaml.YAMLError as e:
