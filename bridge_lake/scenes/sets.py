@@ -457,8 +457,8 @@ def _check_manifest(doc: dict[str, Any], p: Path) -> None:
         if not ok:
             raise SceneSetError(f"{p}: {key}: expected {what}")
 
-    def integer(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
+    def integer(v: Any) -> bool:  # an int64, as every time and count of the lake
+        return isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
 
     def mapping(v: Any, *keys: str) -> bool:
         return isinstance(v, dict) and all(k in v for k in keys)
