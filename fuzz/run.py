@@ -11,8 +11,9 @@ under the rule of fuzz.harness.
 
 A finding stops that target: libFuzzer writes the input to `<work>/artifacts/<target>/`
 (`crash-*` for an escaped exception or a broken memory rule, `timeout-*` for a hang) and
-the run exits 1. Add the input under `fuzz/crashers/<target>/`, fix the reader, and the
-regression test (bridge_lake_tests/test_fuzz.py) keeps it fixed.
+the run exits 1. `python -m fuzz.run TARGET --replay FILE` reproduces it with its traceback.
+Add the input under `fuzz/crashers/<target>/`, fix the reader, and the regression test
+(bridge_lake_tests/test_fuzz.py) keeps it fixed.
 """
 
 from __future__ import annotations
@@ -161,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="seeds, corpus, logs")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        nargs="+",
+        help="run these inputs of the one target given, in"
+        " this process under the rule (no libFuzzer): reproduce a finding with its traceback",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args, extra = parser.parse_known_args(argv)  # -flag=value: passed on to libFuzzer
     unknown = [a for a in extra if not a.startswith("-") or a.startswith("--")]
@@ -173,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     names = args.targets or list(TARGETS)
     for name in names:
         load(name)
+    if args.replay:
+        if len(names) != 1:
+            parser.error("--replay needs exactly one target")
+        target = load(names[0])
+        target.seeds(work)
+        for path in args.replay:
+            harness.replay(target.one_input, path.read_bytes())
+            print(f"{path}: ok")
+        return 0
     work.mkdir(parents=True, exist_ok=True)
     for name in names:
         write_seeds(name, work)
