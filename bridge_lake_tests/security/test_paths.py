@@ -14,6 +14,7 @@ import os
 import tarfile
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from bridge_lake.errors import BridgeLakeError, DriveIdError, LakePathError
@@ -316,3 +317,19 @@ def test_tum_export_does_not_follow_a_planted_partial_file(synthetic_lake, tmp_p
     assert (out / "poses.tum").read_text().startswith("# timestamp")
     _untouched(victim)
     assert os.path.islink(out / ".poses.tum.partial")  # left alone, not written through
+
+
+@pytest.mark.parametrize("scene_id", ["../../escape", "/tmp/abs", "a/b", ".hidden", "ok-1"])
+def test_scene_ids_from_the_catalog_are_checked_before_naming_files(scene_id, tmp_path):
+    from bridge_lake.lake.schemas.scenes import CATALOG
+    from bridge_lake.scenes.sets import read_catalog, scene_file_name
+
+    lake = Lake(str(tmp_path / "lake"))
+    row = {"scene_id": [scene_id], "t_start_ns": [0], "t_end_ns": [1], "tags": [["x"]]}
+    row |= {"score": [1.0], "rules": [["r"]], "rule_hashes": [["h"]]}
+    lake.write_partition("scenes", "catalog", "d1", pa.table(row, schema=CATALOG.schema))
+    if scene_id == "ok-1":  # the control
+        assert scene_file_name(read_catalog(lake, "d1")[0].scene_id) == "ok-1.mcap"
+        return
+    with pytest.raises(SceneSetError, match="cannot name a file"):
+        read_catalog(lake, "d1")
