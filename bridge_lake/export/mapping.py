@@ -161,7 +161,9 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
         raise MappingError(f"{path}: expected a mapping with `topics`")
     unknown = set(doc) - {"version", "topics", "notes"}
     if unknown:
-        raise fail(sorted(unknown)[0], "unknown key (expected version, topics, notes)")
+        raise fail(
+            str(sorted(unknown, key=str)[0]), "unknown key (expected version, topics, notes)"
+        )
     if doc.get("version", 1) != 1:
         raise fail("version", f"unsupported version {doc.get('version')!r} (expected 1)")
     entries = doc.get("topics")
@@ -175,9 +177,11 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
             raise fail(key, "expected a mapping")
         extra = set(entry) - {"topic", "type", "table", "where", "split_by", "frame_id", "options"}
         if extra:
-            raise fail(f"{key}.{sorted(extra)[0]}", "unknown key")
+            raise fail(f"{key}.{sorted(extra, key=str)[0]}", "unknown key")
         topic = entry.get("topic")
         split_by = entry.get("split_by")
+        if split_by is not None and not isinstance(split_by, str):
+            raise fail(f"{key}.split_by", "expected a column name")
         plain = (
             topic.replace("{" + split_by + "}", "x")
             if isinstance(topic, str) and split_by
@@ -188,8 +192,9 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
         if topic in seen:
             raise fail(f"{key}.topic", f"{topic} is mapped twice")
         seen.add(topic)
-        typename = SHORT_NAMES.get(entry.get("type"), entry.get("type"))
-        if typename not in MESSAGE_TYPES:
+        typename = entry.get("type")
+        typename = SHORT_NAMES.get(typename, typename) if isinstance(typename, str) else typename
+        if not isinstance(typename, str) or typename not in MESSAGE_TYPES:
             raise fail(
                 f"{key}.type",
                 f"unknown message type {entry.get('type')!r}; supported: "

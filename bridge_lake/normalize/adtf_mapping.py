@@ -73,6 +73,8 @@ CAN_FIELDS = frozenset({"channel", "can_id", "dlc", "data", "flags", "tag"})
 LIDAR_POINT_FIELDS = frozenset({"x", "y", "z", "intensity", "ring", "time_offset_ns"})
 VIDEO_ENCODINGS = frozenset({"h264"})
 MATCH_KEYS = frozenset({"stream", "meta_type", "struct", "properties"})
+NOT_MAPPABLE = ("streams", "quarantine", "lidar_points")
+"""Normalized tables no rule fills directly (the sink's own, and the lidar decoder's points)."""
 RULE_KEYS = frozenset(
     {
         "name",
@@ -391,7 +393,7 @@ def parse_mapping(text: str, *, path: str = "<mapping>", layer: str = "user") ->
         raise AdtfMappingError("top level must be a mapping with 'rules'", path=path)
     unknown = set(doc) - {"version", "rules"}
     if unknown:
-        raise AdtfMappingError(f"unknown top-level keys {sorted(unknown)}", path=path)
+        raise AdtfMappingError(f"unknown top-level keys {sorted(unknown, key=str)}", path=path)
     if doc.get("version", 1) != 1:
         raise AdtfMappingError(f"unsupported version {doc.get('version')!r} (1 known)", path=path)
     rules = doc.get("rules")
@@ -423,14 +425,14 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
 
     unknown = set(raw) - RULE_KEYS
     if unknown:
-        raise fail(f"unknown keys {sorted(unknown)}")
+        raise fail(f"unknown keys {sorted(unknown, key=str)}")
     match = _parse_match(raw.get("match"), fail)
     table = raw.get("table")
-    if table not in NORMALIZED or table in ("streams", "quarantine", "lidar_points"):
+    if not isinstance(table, str) or table not in NORMALIZED or table in NOT_MAPPABLE:
         choices = sorted(DECODER_TABLES["struct"] | {"lidar_scans"})
         raise fail(f"table {table!r} is not a sensor table (one of {choices})")
     decoder = raw.get("decoder", "struct")
-    if decoder not in DECODER_TABLES:
+    if not isinstance(decoder, str) or decoder not in DECODER_TABLES:
         raise fail(f"decoder {decoder!r} unknown (one of {sorted(DECODER_TABLES)})")
     if table not in DECODER_TABLES[decoder]:
         raise fail(f"decoder {decoder!r} cannot fill table {table!r}")
@@ -459,7 +461,9 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
         if not isinstance(points, dict) or not isinstance(points.get("element"), str):
             raise fail("lidar rule needs 'points: {element: <array element>, fields: {...}}'")
         if set(points) - {"element", "fields"}:
-            raise fail(f"unknown keys in 'points': {sorted(set(points) - {'element', 'fields'})}")
+            raise fail(
+                f"unknown keys in 'points': {sorted(set(points) - {'element', 'fields'}, key=str)}"
+            )
         pfields = _parse_fields(points.get("fields", {}), fail, "points.fields")
         bad = {f.column for f in pfields} - LIDAR_POINT_FIELDS
         if bad:
@@ -475,7 +479,7 @@ def _parse_rule(raw: object, index: int, path: str) -> Rule:
         rule_kw["sensor_scan_id"] = raw.get("sensor_scan_id")
     elif decoder == "video":
         encoding = raw.get("encoding", "h264")
-        if encoding not in VIDEO_ENCODINGS:
+        if not isinstance(encoding, str) or encoding not in VIDEO_ENCODINGS:
             raise fail(
                 f"video encoding {encoding!r} unsupported (one of {sorted(VIDEO_ENCODINGS)})"
             )
@@ -514,7 +518,7 @@ def _parse_match(raw: object, fail) -> Match:
         raise fail("'match' must be a non-empty mapping (stream, meta_type, struct, properties)")
     unknown = set(raw) - MATCH_KEYS
     if unknown:
-        raise fail(f"unknown match keys {sorted(unknown)}")
+        raise fail(f"unknown match keys {sorted(unknown, key=str)}")
     for key in ("stream", "meta_type", "struct"):
         if key in raw and not isinstance(raw[key], str):
             raise fail(f"match.{key} must be a string (a glob)")
@@ -540,7 +544,7 @@ def _parse_fields(raw: object, fail, what: str) -> tuple[FieldMap, ...]:
             raise fail(f"{what}.{column}: give an element name or {{element, scale, offset}}")
         extra = set(spec) - {"element", "scale", "offset"}
         if extra:
-            raise fail(f"{what}.{column}: unknown keys {sorted(extra)}")
+            raise fail(f"{what}.{column}: unknown keys {sorted(extra, key=str)}")
         nums = {}
         for key in ("scale", "offset"):
             v = spec.get(key, 1.0 if key == "scale" else 0.0)
@@ -557,9 +561,9 @@ def _parse_sensor_time(raw: object, fail) -> SensorTime | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("element"), str):
         raise fail("'sensor_time' must be {element: <name>, unit: ns|us|ms|s}")
     if set(raw) - {"element", "unit"}:
-        raise fail(f"sensor_time: unknown keys {sorted(set(raw) - {'element', 'unit'})}")
+        raise fail(f"sensor_time: unknown keys {sorted(set(raw) - {'element', 'unit'}, key=str)}")
     unit = raw.get("unit", "ns")
-    if unit not in TIME_UNITS_NS:
+    if not isinstance(unit, str) or unit not in TIME_UNITS_NS:
         raise fail(f"sensor_time.unit {unit!r} unknown (one of {sorted(TIME_UNITS_NS)})")
     return SensorTime(raw["element"], TIME_UNITS_NS[unit])
 
@@ -569,7 +573,7 @@ def _parse_can(raw: object, fail) -> dict[str, Any]:
         raise fail("'can' must be a mapping of CAN options")
     unknown = set(raw) - set(CAN_OPTION_DEFAULTS)
     if unknown:
-        raise fail(f"unknown CAN options {sorted(unknown)}")
+        raise fail(f"unknown CAN options {sorted(unknown, key=str)}")
     out = dict(CAN_OPTION_DEFAULTS) | raw
     for key, value in out.items():
         if key == "data_tags":
