@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import partition_sets, paths
+from bridge_lake.lake.encodings import parquet_encodings
 
 DEFAULT_ROWS_PER_PART = 4_000_000
 """A part file of a few hundred MB at most: big enough for fast scans, small enough to
@@ -105,22 +106,6 @@ def _fsync(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def parquet_encodings(schema: pa.Schema) -> dict[str, Any]:
-    """Encodings per column: dictionaries for text (stream, frame ids: few distinct values),
-    delta for int64 columns (times, ids: small steps), byte-stream-split for floats (sensor
-    values: zstd then finds the repeated exponent bytes), plain for the rest.
-
-    Trying dictionaries on float columns (lidar points) costs five times the write time and
-    gives bigger files, so they are not tried.
-    """
-    text = [
-        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-    ]
-    encodings = {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_int64(f.type)}
-    encodings |= {f.name: "BYTE_STREAM_SPLIT" for f in schema if pa.types.is_floating(f.type)}
-    return {"use_dictionary": text, "column_encoding": encodings}
 
 
 @dataclass(frozen=True)
@@ -243,6 +228,7 @@ class Lake(FsRoot):
         *,
         rows_per_part: int = DEFAULT_ROWS_PER_PART,
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        row_group_bytes: int = ROW_GROUP_BYTES,
         encode_threads: int = 1,
     ) -> PartitionWriter:
         """A streaming writer: feed record batches, publish on `commit()` (or leaving `with`).
@@ -253,6 +239,7 @@ class Lake(FsRoot):
             schema,
             rows_per_part=rows_per_part,
             row_group_rows=row_group_rows,
+            row_group_bytes=row_group_bytes,
             encode_threads=encode_threads,
         )
 
@@ -355,6 +342,7 @@ class PartitionWriter:
         *,
         rows_per_part: int,
         row_group_rows: int,
+        row_group_bytes: int = ROW_GROUP_BYTES,
         encode_threads: int = 1,
     ) -> None:
         if rows_per_part <= 0 or row_group_rows <= 0 or encode_threads <= 0:
@@ -365,6 +353,7 @@ class PartitionWriter:
         self._schema = schema
         self._rows_per_part = rows_per_part
         self._row_group_rows = row_group_rows
+        self._row_group_bytes = row_group_bytes
         if lake.is_local:
             self._staging = lake.new_staging_dir()
         else:  # the parts go straight to where they stay; the manifest publishes them
@@ -408,7 +397,7 @@ class PartitionWriter:
 
     def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
         """Append rows. Small batches are gathered into row groups of `row_group_rows` rows
-        (or ROW_GROUP_BYTES); a new part starts every `rows_per_part` rows."""
+        (or `row_group_bytes`); a new part starts every `rows_per_part` rows."""
         if self._closed:
             raise BridgeLakeError(f"writer for {self._target} is already closed")
         batches = (
@@ -427,7 +416,7 @@ class PartitionWriter:
             self._pending.append(batch)
             self._pending_rows += batch.num_rows
             self._pending_bytes += batch.nbytes
-            if self._pending_bytes >= ROW_GROUP_BYTES:
+            if self._pending_bytes >= self._row_group_bytes:
                 self._flush()
             elif self._pending_rows >= self._row_group_rows:
                 self._flush(keep_remainder=True)
@@ -504,7 +493,7 @@ class PartitionWriter:
         offset = 0
         while offset < table.num_rows:
             if not self._part_open:
-                self._open_part()
+                self._open_part(table.slice(offset))
             take = min(table.num_rows - offset, self._rows_per_part - self._rows_in_part)
             rows = table.slice(offset, take)  # chunks and all: the writer needs no copy
             if self._writer is not None:
@@ -520,13 +509,13 @@ class PartitionWriter:
             ):
                 self._close_part()
 
-    def _open_part(self) -> None:
+    def _open_part(self, first_rows: pa.Table | None = None) -> None:
         path = posixpath.join(self._staging, paths.part_name(len(self._parts)))
         self._parts.append(path)
         self._part_open = True
         self._rows_in_part = self._part_bytes = 0
         if self._pool is None:
-            self._writer, self._file = self._open_file(path)
+            self._writer, self._file = self._open_file(path, first_rows)
 
     def _close_part(self) -> None:
         if not self._part_open:
@@ -543,7 +532,7 @@ class PartitionWriter:
         self._encoding.append(self._pool.submit(self._encode_part, self._parts[-1], tables))
 
     def _encode_part(self, path: str, tables: list[pa.Table]) -> None:
-        writer, file = self._open_file(path)
+        writer, file = self._open_file(path, tables[0] if tables else None)
         try:
             for table in tables:
                 writer.write_table(table, row_group_size=self._row_group_rows)
@@ -554,16 +543,17 @@ class PartitionWriter:
             raise
         self._finish_file(path, writer, file)
 
-    def _open_file(self, path: str) -> tuple[pq.ParquetWriter, Any]:
+    def _open_file(self, path: str, first_rows: pa.Table | None) -> tuple[pq.ParquetWriter, Any]:
         """Locally Arrow writes the file itself (C++ I/O, no GIL held while writing, which
-        a Python file object would need for every chunk); object stores go through fsspec."""
+        a Python file object would need for every chunk); object stores go through fsspec.
+        The part's first rows choose its column encodings (see lake.encodings)."""
         file = None if self._lake.is_local else self._fs.open(path, "wb")
         writer = pq.ParquetWriter(
             path if file is None else file,
             self._schema,
             compression="zstd",
             write_statistics=True,
-            **parquet_encodings(self._schema),
+            **parquet_encodings(self._schema, first_rows),
         )
         return writer, file
 

@@ -3,6 +3,7 @@
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from bridge_lake.errors import BridgeLakeError
@@ -258,3 +259,40 @@ def test_non_finite_lidar_points_are_counted():
     assert quality.value_violations("lidar_points", batch.to_batches()[0]) == {
         "non_finite_point": 2
     }
+
+
+def test_writer_buffers_are_bounded_by_bytes_and_lidar_parts_are_one_row_group(
+    tmp_path, monkeypatch
+):
+    """A thin stream's rows are written once the writer holds ROW_GROUP_BYTES (not after
+    256 Ki rows), and lidar points go out in parts of one PART_ROWS row group each: what
+    the writers hold does not grow with the drive's length."""
+    from bridge_lake.normalize import sink as sink_mod
+
+    monkeypatch.setattr(sink_mod, "ROW_GROUP_BYTES", 16 << 10)
+    monkeypatch.setattr(sink_mod, "PART_ROWS", {"lidar_points": 1000})
+    scan = StreamInfo("lidar", "lidar_scans", "lidar.bin", "test", "/lidar", 10.0)
+    points = StreamInfo("lidar", "lidar_points", "lidar.bin", "test")
+
+    def feed(s):
+        s.declare(scan)
+        s.declare(points)
+        for i in range(10):
+            s.read("imu0", "imu", 100)
+            s.write("imu0", "imu", _imu(100, start=T0 + i * 1_000_000_000))
+            s.read("lidar", "lidar_points", 250)
+            s.write("lidar", "lidar_points", pa.table({"scan_id": np.full(250, i, np.int64),
+                    "x": np.ones(250, np.float32), "y": np.ones(250, np.float32),
+                    "z": np.ones(250, np.float32)}))  # fmt: skip
+
+    lake, _ = _run(tmp_path, feed)
+    imu = pq.ParquetFile(lake.partition_files("normalized", "imu", "d1")[0]).metadata
+    groups = [imu.row_group(g).num_rows for g in range(imu.num_row_groups)]
+    assert sum(groups) == 1000 and len(groups) > 3  # 16 KiB of imu rows each
+    files = lake.partition_files("normalized", "lidar_points", "d1")
+    shape = []
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        shape.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+    assert shape == [[1000], [1000], [500]]
+    assert lake.read_partition("normalized", "lidar_points", "d1").num_rows == 2500
