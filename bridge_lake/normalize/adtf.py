@@ -61,7 +61,14 @@ BATCH_SAMPLES = 50_000
 BATCH_BYTES = 16 << 20
 """Batch limits per stream: bound memory (and keep Arrow's 32-bit binary offsets safe)."""
 CHECK_EVERY = 4096
-"""Samples dispatched between two looks at the batch sizes."""
+"""Samples dispatched between two looks at the batch sizes (fewer when they span more than a
+quarter of RELEASE_BYTES of the file)."""
+RELEASE_BYTES = 32 << 20
+"""File bytes read between two releases of the mapped pages (`DatFile.release_pages`), and
+the most a stream's pending samples may span. Batches decode their samples after the
+reader's walk has released them, mapping their pages in again: a sparse stream (15 MB of
+video in a 136 MB recording, one batch) touched the whole file, so a 30-minute recording
+(822 MB) stayed resident whole."""
 UNMAPPED_TABLE = "quarantine"
 """File problems (an unreadable file, the damage of a readable one) are declared for the
 quarantine table: all their records go there, and their `source_type` starts with `file:`.
@@ -269,12 +276,21 @@ def _normalize_part(
         for stream in f.streams:
             job_for(stream)
         samples = f.samples()
-        while chunk := list(itertools.islice(samples, CHECK_EVERY)):
+        release_at, step = RELEASE_BYTES, CHECK_EVERY
+        while chunk := list(itertools.islice(samples, step)):
             for s in chunk:
                 adds[s[0]](s)
+            at = chunk[-1].offset
             for job in here.values():
-                if job.full():
+                if job.full(at):
                     job.flush()
+            if at >= release_at:
+                f.release_pages()
+                release_at = at + RELEASE_BYTES
+            # big samples (dense lidar frames) mean fewer between two looks at the batches
+            step = int(
+                max(16, min(CHECK_EVERY, step * RELEASE_BYTES / 4 / max(1, at - chunk[0].offset)))
+            )
         for job in here.values():
             job.flush()  # the samples are views of this file: written before it closes
         issues = list(f.issues.items)
@@ -440,11 +456,17 @@ class _Job(ABC):
         self.counted = 0
         """pending samples already added to pending_bytes (sizes vary: video frames)."""
 
-    def full(self) -> bool:
+    def full(self, at: int) -> bool:
+        """Time to flush: a batch's worth of samples or bytes, or pending samples spread
+        over more than RELEASE_BYTES of the file before offset `at`."""
         n = len(self.pending)
         self.pending_bytes += sum(len(s[4]) for s in self.pending[self.counted :])
         self.counted = n
-        return n >= BATCH_SAMPLES or self.pending_bytes >= BATCH_BYTES
+        return (
+            n >= BATCH_SAMPLES
+            or self.pending_bytes >= BATCH_BYTES
+            or (n > 0 and at - self.pending[0].offset >= RELEASE_BYTES)
+        )
 
     @abstractmethod
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
@@ -550,12 +572,12 @@ class _Substreams:
         """makes the job for a substream id the stream type does not name"""
         self.pending: list[Sample] = []
 
-    def full(self) -> bool:
+    def full(self, at: int) -> bool:
         """Hand the pending samples to the substream jobs and flush those that are full;
         never full itself."""
         self._distribute()
         for job in self.jobs.values():
-            if job.full():
+            if job.full(at):
                 job.flush()
         return False
 

@@ -718,3 +718,60 @@ def test_two_recorders_fitted_onto_one_master_clock(tmp_path):
         tb.column("can_id").to_pylist(), tb.column("time_ns").to_pylist(), strict=True
     ):
         assert t == ta[can_id]
+
+
+# --- memory: mapped pages and pending batches bounded by file span ---------------------------
+
+
+def _mapped_rss_kb(path: Path) -> int:
+    """Resident kB of this process's mappings of `path` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and ":" not in head[0]:
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(head[1])
+    return total
+
+
+def test_release_pages_drops_the_mapping_and_samples_still_read(small):
+    path = small[0]
+    with open_dat(path) as f:
+        samples = list(f.samples())
+        payloads = [bytes(s.raw) for s in samples]  # touches every sample's pages
+        assert _mapped_rss_kb(path) > 0.5 * path.stat().st_size / 1024
+        f.release_pages()
+        assert _mapped_rss_kb(path) == 0
+        assert [bytes(s.raw) for s in samples] == payloads  # re-faulted from the page cache
+
+
+def test_a_sparse_stream_is_flushed_by_file_span_with_the_same_result(small, tmp_path, monkeypatch):
+    """Batches whose samples spread over more than RELEASE_BYTES of the file are flushed (a
+    sparse camera stream otherwise maps in the whole file at its one flush), pages are
+    released as the file is read, and the lake holds exactly the same rows."""
+    import bridge_lake.normalize.adtf as adtf_mod
+    from bridge_lake.formats.adtf.reader import DatFile
+
+    path, lake, _, _ = small
+    monkeypatch.setattr(adtf_mod, "RELEASE_BYTES", 64 << 10)
+    monkeypatch.setattr(adtf_mod, "CHECK_EVERY", 256)  # the small drive has ~3,400 samples
+    released, writes = [], []
+    real_release, real_write = DatFile.release_pages, DriveSink.write
+    monkeypatch.setattr(DatFile, "release_pages", lambda f: released.append(real_release(f)))
+
+    def counting_write(sink, stream, table, data):
+        writes.append(stream)
+        return real_write(sink, stream, table, data)
+
+    monkeypatch.setattr(DriveSink, "write", counting_write)
+    spans, _ = _normalize(tmp_path / "lake", path.parent)
+    assert path.stat().st_size > 8 * (64 << 10) and len(released) >= 8
+    assert writes.count("front_camera") >= 4
+    for table in ("camera_frames", "can_frames", "imu", "gnss", "lidar_scans", "lidar_points"):
+        # streams sharing a table interleave by batch: compare each stream's rows in order
+        key = "scan_id" if table == "lidar_points" else "stream"
+        ours, before = (
+            x.read_partition("normalized", table, "d1").sort_by(key) for x in (spans, lake)
+        )
+        assert ours.equals(before), table

@@ -128,6 +128,15 @@ class DatFile:
         """The whole mapped file, zero-copy (e.g. for `ddl.decode` with `sample_table`)."""
         return self._buf
 
+    def release_pages(self) -> None:
+        """Drop the file's pages from this process's resident set (MADV_DONTNEED on the
+        read-only shared mapping; views touched again re-fault them from the page cache).
+
+        A consumer that keeps samples beyond the reader's own walk (batches decoded later)
+        calls it now and then, so its memory does not grow with the file."""
+        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
+
     @property
     def version(self) -> int:
         return self.header.version
