@@ -328,7 +328,7 @@ class BoundedFile:
 
 
 def _mcap_messages(path: Path) -> Iterator:
-    from mcap.reader import make_reader
+    from mcap.reader import NonSeekingReader, make_reader
 
     with BoundedFile(path) as f:
         reader = make_reader(f, validate_crcs=True)
@@ -351,7 +351,12 @@ def _mcap_messages(path: Path) -> Iterator:
             }
             yield ",".join(comps) or "none", details
         decoders = _McapDecoders()
-        for schema, channel, message in reader.iter_messages(log_time_order=False):
+        # file order, one chunk at a time: the seeking reader's file-order mode queues every
+        # message of the file before it yields the first (mcap 1.6: 1.5 GB of RSS for a
+        # 5-minute drive's 190 MB export)
+        f.seek(0)
+        messages = NonSeekingReader(f, validate_crcs=True).iter_messages(log_time_order=False)
+        for schema, channel, message in messages:
             typename = schema.name if schema else "(no schema)"
             yield (
                 channel.topic,

@@ -122,3 +122,34 @@ def test_tum_trajectories(synthetic_lake, tmp_path, capsys):
     valid = valid.filter(pc.is_finite(valid.column("x_m")).fill_null(False))
     assert gt.shape == (valid.num_rows, 8)
     assert Path(tmp_path / "poses.tum").read_text().startswith("# timestamp tx ty tz qx qy qz qw")
+
+
+def test_health_reads_an_mcap_in_file_order_one_chunk_at_a_time(tmp_path):
+    """Written by mcap_ros2 (not us): 24 MB of messages in 1 MB chunks, one log time stepping
+    back. health must see the step (file order, not log-time order) and hold about a chunk:
+    the seeking reader's file-order mode queued every message first (1.5 GB of RSS for a
+    5-minute drive's export)."""
+    import tracemalloc
+
+    from mcap_ros2.writer import Writer as Ros2Writer
+
+    path = tmp_path / "foreign.mcap"
+    noise = np.random.default_rng(1).bytes(500 * 24_000).hex()  # incompressible text
+    with path.open("wb") as f:
+        w = Ros2Writer(f)
+        schema = w.register_msgdef("std_msgs/msg/String", "string data")
+        for i in range(24_000):
+            t = 1_000_000_000 + i * 1_000_000 - (5_000_000 if i == 12_000 else 0)
+            data = noise[i * 1000 : (i + 1) * 1000]
+            w.write_message("/text", schema, {"data": data}, log_time=t, publish_time=t)
+        w.finish()
+    assert path.stat().st_size > 12e6  # zstd halves the hex text
+    tracemalloc.start()
+    try:
+        health = check_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    t = health.topics["/text"]
+    assert (t.messages, t.decoded, t.backwards) == (24_000, 24_000, 1)
+    assert peak < 8e6, f"{peak / 1e6:.0f} MB traced while reading 24 MB of messages"
