@@ -23,9 +23,11 @@ do not reach a run that lasts an hour; the rev is recorded with each run.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -90,19 +92,26 @@ def tree_bytes(path: Path, pattern: str | None = None) -> int:
     return total
 
 
-class LoadSampler:
-    """The 1-minute load average, sampled every second while a run lasts."""
+class Sampler:
+    """Every second while a run lasts: the 1-minute load average and, once `pid` is set,
+    that process's resident set (VmRSS), with the time of each sample."""
 
     def __init__(self) -> None:
-        self.samples: list[float] = []
+        self.load: list[float] = []
+        self.rss: list[tuple[float, int]] = []
+        self.pid: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
-            self.samples.append(os.getloadavg()[0])
+            self.load.append(os.getloadavg()[0])
+            if self.pid is not None:
+                kb = vm_rss_kb(self.pid)
+                if kb is not None:
+                    self.rss.append((time.time(), kb))
 
-    def __enter__(self) -> LoadSampler:
+    def __enter__(self) -> Sampler:
         self._thread.start()
         return self
 
@@ -111,25 +120,59 @@ class LoadSampler:
         self._thread.join()
 
     @property
-    def mean(self) -> float:
-        return sum(self.samples) / len(self.samples) if self.samples else os.getloadavg()[0]
+    def mean_load(self) -> float:
+        return sum(self.load) / len(self.load) if self.load else os.getloadavg()[0]
 
 
-def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, float]:
-    """Run `cmd` with stdout/stderr to `log`; wall time, ru_maxrss and CPU from wait4."""
-    with log.open("wb") as out, LoadSampler() as load:
+def vm_rss_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, object]:
+    """Run `cmd` with stdout/stderr to `log`; wall time, ru_maxrss and CPU from wait4, the
+    RSS samples in `rss` (epoch s, kB)."""
+    with log.open("wb") as out, Sampler() as sampler:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        sampler.pid = proc.pid
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
     return {
-        "exit": proc.returncode,
+        "exit": os.waitstatus_to_exitcode(status),
         "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
-        "load": round(load.mean, 1),
+        "load": round(sampler.mean_load, 1),
+        "rss": sampler.rss,
     }
+
+
+def peak_step(home: Path, since: float, rss: list[tuple[float, int]]) -> str:
+    """Which asset the run was working on at its largest RSS sample: the first asset
+    materialized after it (from the run's SQLite event log; steps run one at a time)."""
+    if not rss:
+        return ""
+    at, kb = max(rss, key=lambda s: s[1])
+    runs = [p for p in (home / "history" / "runs").glob("*.db") if p.name != "index.db"]
+    runs = [p for p in runs if p.stat().st_mtime >= since]
+    if not runs:
+        return ""
+    with sqlite3.connect(max(runs, key=lambda p: p.stat().st_mtime)) as db:
+        rows = db.execute(
+            "select asset_key, timestamp from event_logs"
+            " where dagster_event_type = 'ASSET_MATERIALIZATION' order by id"
+        ).fetchall()
+    for key, stamp in rows:
+        when = datetime.datetime.fromisoformat(str(stamp)).replace(tzinfo=datetime.UTC)
+        if when.timestamp() >= at:
+            return f"{json.loads(key)[0]} ({kb // 1024} MB)"
+    return f"after the last materialization ({kb // 1024} MB)"
 
 
 def snapshot(work: Path) -> tuple[str, Path]:
@@ -177,6 +220,7 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
     if synth["exit"] != 0:
         raise SystemExit(f"synth of {p.drive_id} failed: see {logs}")
     raw = tree_bytes(landing / p.drive_id)
+    started = time.time()
     ingest = run_measured(
         [str(BIN / "bridge-lake"), "ingest", str(landing), "--drive", p.drive_id,
          "--lake", str(lake)],
@@ -184,6 +228,8 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
         logs / f"{p.drive_id}.ingest.log",
     )  # fmt: skip
     lake_bytes = tree_bytes(lake, f"drive={p.drive_id}")
+    rss = ingest.pop("rss")
+    synth.pop("rss")
     record = {
         "drive": p.drive_id,
         "source": p.source,
@@ -192,6 +238,7 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
         "lake_gb": round(lake_bytes / GB, 3),
         "synth_s": synth["wall_s"],
         **ingest,
+        "peak_at": peak_step(home, started, rss),
         "summary": summary_line(logs / f"{p.drive_id}.ingest.log"),
         "rev": rev,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -220,8 +267,8 @@ def report(runs: list[dict[str, object]]) -> str:
     order = [p.drive_id for p in plan()]
     rows = [latest[d] for d in order if d in latest]
     head = (
-        "| drive | source | min | raw GB | lake GB | ingest s | CPU s | peak RSS MB | load "
-        "| result | rev |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
+        "| drive | source | min | raw GB | lake GB | ingest s | CPU s | peak RSS MB | peak in "
+        "| load | result | rev |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|"
     )
     lines = [head]
     for r in rows:
@@ -229,7 +276,8 @@ def report(runs: list[dict[str, object]]) -> str:
         lines.append(
             f"| {r['drive']} | {r['source']} | {r['minutes']:g} | {r['raw_gb']:.2f} "
             f"| {r['lake_gb']:.2f} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} "
-            f"| {r['peak_rss_mb']} | {r['load']:.1f} | {result}: {r['summary']} | {r['rev']} |"
+            f"| {r['peak_rss_mb']} | {r.get('peak_at', '')} | {r['load']:.1f} "
+            f"| {result}: {r['summary']} | {r['rev']} |"
         )
     return "\n".join(lines)
 
