@@ -209,8 +209,7 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
     landing, lake, home, logs = (work / n for n in ("landing", "lake", "home", "logs"))
     for d in (landing, lake, home, logs):
         d.mkdir(parents=True, exist_ok=True)
-    rev, tree = snapshot(work)
-    env = dict(os.environ, DAGSTER_HOME=str(home), PYTHONPATH=str(tree))
+    env = dict(os.environ, DAGSTER_HOME=str(home))
     synth = run_measured(
         [str(BIN / "bridge-lake"), "synth", "--out", str(landing), "--drives", "1",
          "--minutes", str(p.minutes), "--seed", str(p.seed), "--source", p.source, "--force"],
@@ -220,6 +219,8 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
     if synth["exit"] != 0:
         raise SystemExit(f"synth of {p.drive_id} failed: see {logs}")
     raw = tree_bytes(landing / p.drive_id)
+    rev, tree = snapshot(work)  # taken now: the newest commit when the ingest starts
+    env["PYTHONPATH"] = str(tree)
     started = time.time()
     ingest = run_measured(
         [str(BIN / "bridge-lake"), "ingest", str(landing), "--drive", p.drive_id,
