@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fuzz import harness
-from fuzz.targets import TARGETS, load
+from fuzz.targets import SCRATCH_ENV, TARGETS, load, new_scratch_dir
 
 ROOT = Path(__file__).resolve().parent
 CRASHERS = ROOT / "crashers"
@@ -121,14 +122,18 @@ def run_target(name: str, work: Path, child_args: list[str]) -> Result:
     before = set(artifacts.iterdir()) if artifacts.is_dir() else set()
     cmd = [sys.executable, "-m", "fuzz.run", "--child", name, "--work", str(work)]
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [*cmd, *child_args],
-        cwd=ROOT.parent,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        env={**os.environ, "PYTHONPATH": str(ROOT.parent)},
-    )
+    scratch = new_scratch_dir()
+    try:
+        proc = subprocess.run(
+            [*cmd, *child_args],
+            cwd=ROOT.parent,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env={**os.environ, "PYTHONPATH": str(ROOT.parent), SCRATCH_ENV: str(scratch)},
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.monotonic() - t0
     log = proc.stdout + proc.stderr
     (logs / f"{name}.log").write_text(log)

@@ -46,16 +46,25 @@ def load(name: str) -> ModuleType:
 
 
 _SCRATCH: Path | None = None
+SCRATCH_ENV = "BRIDGE_LAKE_FUZZ_SCRATCH"
+"""Set by fuzz.run for its children: libFuzzer ends a child with C's exit(), which skips
+Python's atexit, so the parent removes the folder."""
+
+
+def new_scratch_dir() -> Path:
+    shm = "/dev/shm"  # noqa: S108 - a private mkdtemp folder inside it
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="bridge-lake-fuzz-", dir=base))
 
 
 def scratch_file(name: str, data: bytes) -> Path:
     """Write one input to a file named `name` in this process's scratch folder (tmpfs when
     there is one): most readers take paths and memory-map them."""
     global _SCRATCH
+    if _SCRATCH is None and os.environ.get(SCRATCH_ENV):
+        _SCRATCH = Path(os.environ[SCRATCH_ENV])  # the runner's, removed when the child ends
     if _SCRATCH is None:
-        shm = "/dev/shm"  # noqa: S108 - a private mkdtemp folder inside it
-        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-        _SCRATCH = Path(tempfile.mkdtemp(prefix="bridge-lake-fuzz-", dir=base))
+        _SCRATCH = new_scratch_dir()
         atexit.register(shutil.rmtree, _SCRATCH, True)
     path = _SCRATCH / name
     path.parent.mkdir(parents=True, exist_ok=True)
