@@ -8,6 +8,7 @@ from bridge_lake.defs.calibrated import calibrated
 from bridge_lake.defs.executors import lake_executor
 from bridge_lake.defs.exports import exports
 from bridge_lake.defs.jobs import lake_job
+from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.normalized import normalized
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import default_resources
@@ -21,7 +22,7 @@ ASSETS = [raw_manifest, normalized, calibrated, exports, scene_catalog, scene_se
 """Every asset, in pipeline order; the demo and the gap schedule take them from here."""
 
 defs = dg.Definitions(
-    assets=ASSETS,
+    assets=[landing_drive, *ASSETS],  # landing_drive: observed by the sensor, not materialized
     jobs=[lake_job],
     sensors=[landing_zone_sensor],
     schedules=[build_gap_schedule([key for a in ASSETS for key in a.keys])],

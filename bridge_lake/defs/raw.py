@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from bridge_lake.defs.checks import check_spec, column_schema
+from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
@@ -19,6 +20,7 @@ ASSET = "raw_manifest"
     partitions_def=drives,
     group_name="raw",
     kinds={"parquet"},
+    deps=[landing_drive],
     code_version="1",
     description=(
         "Every file of the drive with relative path, size, sha256 and detected format "

@@ -5,21 +5,30 @@ import os
 import dagster as dg
 import pytest
 
+from bridge_lake.defs import sensors
+from bridge_lake.defs.landing import landing_drive, observed_fingerprints
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import FINGERPRINT_TAG, REASON_TAG, landing_zone_sensor
-from bridge_lake.landing import LandingZone
+from bridge_lake.landing import LandingZone, fingerprint
 from bridge_lake_tests.conftest import make_adtf_drive
 
 
 def _tick(instance, landing, cursor=None):
+    """One tick, and what the daemon does with its result besides launching the runs:
+    partitions added, observations recorded."""
     ctx = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
         resources={"landing": LandingZoneResource(root=str(landing))},
     )
-    return landing_zone_sensor(ctx), ctx
+    result = landing_zone_sensor(ctx)
+    for req in result.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    return result, ctx
 
 
 def _settled(instance, landing, cursor=None):
@@ -27,11 +36,6 @@ def _settled(instance, landing, cursor=None):
     first, _ = _tick(instance, landing, cursor)
     assert first.run_requests == [], "a drive is requested only once it has settled"
     return _tick(instance, landing, first.cursor)[0]
-
-
-def _apply(instance, result):
-    for req in result.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
 
 
 @pytest.fixture
@@ -47,17 +51,27 @@ def test_new_drives_are_added_and_requested(instance, landing):
     assert [r.partition_key for r in result.run_requests] == ["d1", "d2"]
     assert {r.tags[REASON_TAG] for r in result.run_requests} == {"new"}
     assert result.dynamic_partitions_requests[0].partition_keys == ["d1", "d2"]
-    assert set(json.loads(result.cursor)["done"]) == {"d1", "d2"}
     assert all(r.run_key.startswith(f"{r.partition_key}@") for r in result.run_requests)
+    zone = LandingZone(str(landing))
+    for req in result.run_requests:  # the sensor's memory: observed data versions
+        fp = fingerprint(zone.files(req.partition_key))  # a listing per drive, as an oracle
+        assert req.tags[FINGERPRINT_TAG] == fp
+        assert observed_fingerprints(instance)[req.partition_key] == fp
+        record = instance.get_latest_data_version_record(
+            landing_drive.key, is_source=True, partition_key=req.partition_key
+        )
+        assert record.asset_observation.tags["dagster/data_version"] == fp
 
 
 def test_unchanged_drive_is_not_requested_again(instance, landing):
     make_adtf_drive(landing, "d1")
     first = _settled(instance, landing)
-    _apply(instance, first)
+    cursor = first.cursor
     for _ in range(3):
-        again, _ = _tick(instance, landing, first.cursor)
+        again, _ = _tick(instance, landing, cursor)
         assert again.run_requests == [] and "no new or changed" in again.skip_reason.skip_message
+        assert again.asset_events == []
+        cursor = again.cursor
 
 
 def test_drive_still_uploading_waits_until_it_settles(instance, landing):
@@ -77,7 +91,6 @@ def test_changed_drive_is_requested_again_without_re_adding(instance, landing):
     make_adtf_drive(landing, "d1")
     make_adtf_drive(landing, "d2")
     first = _settled(instance, landing)
-    _apply(instance, first)
     (landing / "d1" / "late_upload.dat").write_bytes(b"more data")
     second = _settled(instance, landing, first.cursor)
     assert [r.partition_key for r in second.run_requests] == ["d1"]
@@ -102,7 +115,10 @@ def test_invalid_folder_names_and_empty_folders_are_ignored(instance, landing):
     (landing / "bad name" / "x.dat").write_bytes(b"x")
     (landing / "empty").mkdir()
     (landing / "_tmp_upload").mkdir()
+    (landing / "_tmp_upload" / "x.dat").write_bytes(b"x")
     (landing / "loose_file.dat").write_bytes(b"x")
+    scan = LandingZone(str(landing)).scan()
+    assert list(scan.drives) == ["good"] and list(scan.rejected) == ["bad name"]
     result = _settled(instance, landing)
     assert [r.partition_key for r in result.run_requests] == ["good"]
 
@@ -110,6 +126,50 @@ def test_invalid_folder_names_and_empty_folders_are_ignored(instance, landing):
 def test_empty_landing_zone_skips(instance, tmp_path):
     result, _ = _tick(instance, tmp_path / "does-not-exist")
     assert result.run_requests == [] and result.skip_reason is not None
+
+
+def test_cursor_holds_only_the_drives_settling(instance, landing):
+    """What was requested is in the instance; the cursor holds 8 characters per drive that
+    waits for its interval, and nothing once every drive was requested."""
+    for i in range(60):
+        (landing / f"d{i:03d}").mkdir()
+        (landing / f"d{i:03d}" / "drive.yaml").write_text("vehicle: v\nsource: adtf\n")
+    first, _ = _tick(instance, landing)
+    second, _ = _tick(instance, landing, first.cursor)
+    assert len(second.run_requests) == 60
+    third, _ = _tick(instance, landing, second.cursor)
+    assert third.run_requests == []
+    assert len(first.cursor) == len(json.dumps({sensors.CURSOR_KEY: ""})) + 60 * 8
+    assert third.cursor == second.cursor == json.dumps({sensors.CURSOR_KEY: ""})
+    assert len(sensors.decode_settling(first.cursor)) == 60
+
+
+def test_a_tick_requests_and_observes_at_most_its_share(instance, landing, monkeypatch):
+    monkeypatch.setattr(sensors, "MAX_DRIVES_PER_TICK", 3)
+    names = [f"d{i}" for i in range(8)]
+    for name in names:
+        (landing / name).mkdir()
+        (landing / name / "drive.yaml").write_text("vehicle: v\nsource: adtf\n")
+    cursor, requested = None, []
+    for _ in range(4):
+        result, _ = _tick(instance, landing, cursor)
+        assert len(result.run_requests) <= 3 and len(result.asset_events) <= 3
+        assert len(sensors.decode_settling(result.cursor)) <= 3
+        requested += [r.partition_key for r in result.run_requests]
+        cursor = result.cursor
+    assert sorted(requested) == names  # each exactly once, within four ticks
+    again, _ = _tick(instance, landing, cursor)
+    assert again.run_requests == []
+
+
+def test_lost_cursor_costs_an_interval_never_a_duplicate(instance, landing):
+    make_adtf_drive(landing, "d1")
+    _settled(instance, landing)
+    again, _ = _tick(instance, landing, None)  # cursor lost (or from an older version)
+    assert again.run_requests == []
+    make_adtf_drive(landing, "d2")
+    assert _tick(instance, landing)[0].run_requests == []
+    assert [r.partition_key for r in _settled(instance, landing, "not json").run_requests] == ["d2"]
 
 
 def _night(instance, landing, day):
