@@ -6,7 +6,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 # `dagster dev` / `definitions validate` point to `dg` (another package); ours work in 1.13
 SUPERSEDED := ignore:Function `dev_command` is superseded,ignore:Function `definitions_validate_command` is superseded
 
-.PHONY: install chromium postgres redis demo test lint format validate dev bench-smoke fuzz clean
+.PHONY: install chromium postgres redis demo test lint format validate dev bench bench-smoke fuzz clean
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -69,8 +69,13 @@ dev: install
 	  BRIDGE_LAKE_ROOT=$(CURDIR)/demo/lake BRIDGE_LAKE_LANDING=$(CURDIR)/demo/landing \
 	  $(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -h 127.0.0.1 -p 3000
 
+## bench: every benchmark at full size, one table of figures against their baselines
+## (hours, GBs in /tmp; docs/benchmarks.md). bench-smoke: the same at smoke sizes (CI).
+bench: install
+	$(BIN)/python benchmarks/run_all.py --logs benchmarks/.logs --markdown benchmarks/.logs/table.md
+
 bench-smoke: install
-	for b in $(wildcard benchmarks/bench_*.py); do $(BIN)/python $$b --smoke || exit 1; done
+	$(BIN)/python benchmarks/run_all.py --smoke
 
 ## fuzz: coverage-guided fuzzing of every reader (atheris), FUZZ_SECONDS per target, two at
 ## a time; corpus and findings under fuzz/.work/ (docs/fuzzing.md). The tests run a short form.

@@ -20,6 +20,7 @@ import time
 import zlib
 from pathlib import Path
 
+from figures import figure
 from peak_rss import peak_rss_mb
 
 from bridge_lake.formats.adtf import open_dat
@@ -66,7 +67,7 @@ def warm(path: Path) -> None:
             pass
 
 
-def bench_read(path: Path, repeat: int) -> None:
+def bench_read(path: Path, repeat: int) -> tuple[float, float]:
     warm(path)
     best = {"ours": float("inf"), "vendor": float("inf")}
     results = {}
@@ -86,10 +87,12 @@ def bench_read(path: Path, repeat: int) -> None:
             f"{n / s / 1e6:6.3f} M samples/s"
         )
     print(f"  ratio (vendor time / our time): {best['vendor'] / best['ours']:.2f}")
+    return file_mb / best["ours"], file_mb / best["vendor"]
 
 
-def bench_rss(path: Path) -> None:
+def bench_rss(path: Path) -> dict[str, float]:
     """Peak resident memory of a full read, each reader in a fresh process."""
+    rss = {}
     for name in ("ours", "vendor"):
         out = subprocess.run(
             [sys.executable, __file__, "--child", name, str(path)],
@@ -98,6 +101,8 @@ def bench_rss(path: Path) -> None:
             text=True,
         ).stdout
         print(f"  {name:6s} peak RSS of a full read: {float(out):7.1f} MB")
+        rss[name] = float(out)
+    return rss
 
 
 def bench_decode(path: Path, repeat: int) -> None:
@@ -156,8 +161,10 @@ def main() -> None:
             took = time.perf_counter() - start
             size_mb = path.stat().st_size / MB
             print(f"synthesized {minutes:g} min drive: {size_mb:.1f} MB in {took:.1f} s")
-        bench_read(path, 1 if args.smoke else args.repeat)
-        bench_rss(path)
+        ours_mb_s, vendor_mb_s = bench_read(path, 1 if args.smoke else args.repeat)
+        rss = bench_rss(path)
+        figure("ADTF read, every sample", ours_mb_s, vendor_mb_s, "MB/s",
+               baseline_name="adtf_file (vendor)", peak_rss_mb=rss["ours"])  # fmt: skip
         with open_dat(path) as f:
             synthetic = {"can_powertrain", "imu", "lidar_top"} <= {s.name for s in f.streams}
         if synthetic:

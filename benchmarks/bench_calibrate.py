@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from figures import figure
 from peak_rss import peak_rss_mb
 
 HERE = Path(__file__).resolve()
@@ -76,6 +77,8 @@ def bench_transform(points: int, per_scan: int, repeats: int) -> None:
     print(f"  {'ours (transform_points)':28} {best['ours']:7.3f} {rate['ours']:11.1f}")
     print(f"  {'naive (per-scan Rotation)':28} {best['naive']:7.3f} {rate['naive']:11.1f}")
     print(f"  ratio ours / naive: {best['naive'] / best['ours']:.1f}x")
+    figure("calibrate: lidar points into base_link, 1 thread", rate["ours"], rate["naive"],
+           "M points/s", baseline_name="scipy Rotation.apply per scan")  # fmt: skip
 
 
 def child(step: str, root: Path, drive: str, source: str) -> dict:
@@ -140,6 +143,9 @@ def bench_layer(minutes_list: list[float], hits: int, tmp: Path) -> None:
             b.num_rows for b in lake.iter_batches("calibrated", "lidar_points", d.drive_id)
         )
         peaks.append(cal["peak_mb"])
+        figure(f"calibrate layer, {minutes:g}-min NCLT drive", cal["seconds"], norm["seconds"],
+               "s", more_is_better=False, baseline_name="its normalize layer",
+               peak_rss_mb=cal["peak_mb"])  # fmt: skip
         print(
             f"  {minutes:7g} {n_points:12,} {norm['seconds']:11.2f} {cal['seconds']:11.2f} "
             f"{cal['seconds'] / norm['seconds']:6.2f} {norm['peak_mb']:8.0f} {cal['peak_mb']:7.0f}"

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from figures import figure
 from peak_rss import peak_rss_mb
 
 HERE = Path(__file__).resolve()
@@ -240,6 +241,15 @@ def bench_small(lake, drive: str, root: Path, subset: int) -> None:
         f"  {'rosbags objects + serialize_cdr + mcap':44} {subset / s_rb:10,.0f} {(n / s_ours) / (subset / s_rb):6.1f}x"
     )
 
+    figure(
+        "Imu lake -> MCAP",
+        n / s_ours,
+        subset / s_m2,
+        "msgs/s",
+        baseline_name="mcap_ros2 Writer, dict messages",
+    )
+    figure("Imu lake -> MCAP", n / s_ours, subset / s_rb, "msgs/s",
+           baseline_name="rosbags objects + serialize_cdr + mcap Writer")  # fmt: skip
     s_b1, _ = ours(lake, drive, root, "/imu", "bag1", root / "imu.bag")
     store1 = get_typestore(Stores.ROS1_NOETIC)
     d1 = message_definition("sensor_msgs/msg/Imu", 1)
@@ -264,6 +274,8 @@ def bench_small(lake, drive: str, root: Path, subset: int) -> None:
     print(
         f"  {'rosbags objects + serialize_ros1 + writer':44} {subset / s_rb1:10,.0f} {(n / s_b1) / (subset / s_rb1):6.1f}x"
     )
+    figure("Imu lake -> ROS 1 bag (LZ4)", n / s_b1, subset / s_rb1, "msgs/s",
+           baseline_name="rosbags objects + serialize_ros1 + writer")  # fmt: skip
     del size
 
 
@@ -323,6 +335,15 @@ def bench_clouds(lake, drive: str, root: Path) -> None:
     )
     print(f"  size ours / mcap_ros2: {size_ours / size_m2:.2f}")
     print(f"  {'ours: lake → ROS 1 bag (LZ4)':44} {raw_mb / s_b1:8.1f} {size_b1 / 1e6:8.1f}")
+    figure(
+        "PointCloud2 lake -> MCAP (defaults)",
+        raw_mb / s_ours,
+        raw_mb / s_m2,
+        "MB/s",
+        baseline_name="mcap_ros2 Writer, messages already built",
+    )
+    figure("PointCloud2 MCAP size", size_ours / 1e6, size_m2 / 1e6, "MB", more_is_better=False,
+           baseline_name="mcap_ros2 Writer (defaults)")  # fmt: skip
 
 
 def child(root: Path) -> dict:
@@ -356,6 +377,8 @@ def bench_rss(minutes: list[float], points: int, tmp: Path) -> None:
         shutil.rmtree(root)
     if len(peaks) > 1:
         print(f"  peak RSS longest / shortest: {peaks[-1] / peaks[0]:.2f}")
+        figure(f"lidar export peak RSS, {minutes[-1]:g} vs {minutes[0]:g} min", peaks[-1],
+               peaks[0], "MB", more_is_better=False, baseline_name="the shorter drive")  # fmt: skip
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import figure
 from peak_rss import peak_rss_mb
 
 HERE = Path(__file__).resolve()
@@ -216,6 +217,18 @@ def main() -> None:
         print(f"ours faster by {figures['speed_ratio']:.2f}x (median of per-pair ratios, "
               f"spread {figures['speed_ratio_spread']}); lidar_scans adds "
               f"{figures['ours_scan_bytes_per_point']:.4f} bytes/point")  # fmt: skip
+        figure(
+            "lidar_points on disk, NCLT",
+            ours[0]["bytes"] / points,
+            plain[0]["bytes"] / points,
+            "bytes/point",
+            more_is_better=False,
+            baseline_name="plain pyarrow file + time (defaults, zstd)",
+        )
+        figure("lidar_points: normalize velodyne_hits", figures["ours_seconds"],
+               figures["plain_seconds"], "s", more_is_better=False,
+               baseline_name="plain pyarrow file + time, one thread",
+               peak_rss_mb=figures["ours_peak_rss_mb"])  # fmt: skip
         if args.json:
             args.json.write_text(json.dumps(figures, indent=1))
     finally:

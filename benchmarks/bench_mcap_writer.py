@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from figures import figure
 from mcap.reader import make_reader
 from mcap.writer import Writer as PlainWriter
 from mcap_ros2.writer import Writer as Ros2Writer
@@ -509,6 +510,25 @@ def main() -> None:
             f" {ours['size_vs_peer'] - 1:+.1%} (<= +25 %); IMU {imu['rate']:,.0f} msgs/s"
             f" (>= 200,000); mcap_ros2 IMU {figures['imu'][0]['rate']:,.0f} msgs/s"  # type: ignore[index]
         )
+        peer = figures["clouds"][0]  # type: ignore[index]
+        figure(
+            "MCAP writer: PointCloud2, defaults",
+            ours["rate"],
+            peer["rate"],
+            "MB/s",
+            baseline_name="mcap_ros2 Writer defaults",
+            peak_rss_mb=rss[-1]["peak_mb"],
+        )
+        figure(
+            "MCAP writer: PointCloud2 output size",
+            ours["out_mb"],
+            peer["out_mb"],
+            "MB",
+            more_is_better=False,
+            baseline_name="mcap_ros2 Writer defaults",
+        )
+        figure("MCAP writer: Imu", imu["rate"], figures["imu"][0]["rate"], "msgs/s",  # type: ignore[index]
+               baseline_name="mcap_ros2 Writer on dicts")  # fmt: skip
         if args.json:
             args.json.write_text(json.dumps(figures, indent=1))
     finally:

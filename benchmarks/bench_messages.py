@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from figures import figure
 
 from bridge_lake.export import messages as m
 
@@ -398,6 +399,10 @@ def ragged_images(n: int, rng: np.random.Generator) -> Columns:
     return Columns(n, stamps, {"data": data})
 
 
+HEADLINE = ("imu", "can_frame", "cloud 100k pts", "image 640x480", "compressed_video")
+"""Workloads whose figures go to run_all's table (all of them are printed here)."""
+
+
 def best_time(fn: Callable[[], object], repeat: int) -> float:
     fn()
     times = []
@@ -436,6 +441,9 @@ def main() -> None:
                 raise SystemExit(f"{label} ROS {ros}: ours differs from rosbags")
             rate = c.n / t_ours
             results[(label, ros)] = rate
+            if label in HEADLINE:
+                figure(f"serialize {label}, ROS {ros}", rate, 1 / t_ref, "msgs/s",
+                       baseline_name="rosbags objects + serialize")  # fmt: skip
             print(
                 f"{label:<18}{ros:>4}{c.n:>10,}{out.data.size / max(c.n, 1):>11,.0f}"
                 f"{rate:>13,.0f}{out.data.size / MB / t_ours:>11,.0f}{1 / t_ref:>15,.0f}"

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import figure
 from peak_rss import peak_rss_mb
 
 MB = 1e6
@@ -160,6 +161,17 @@ def main() -> None:
                 f"normalize {n['max_rss_mb']:7.0f} MB"
             )
         growth = rows["long"][3]["max_rss_mb"] / rows["short"][3]["max_rss_mb"]
+        figure(
+            f"NCLT normalize, {minutes:g}-min drive",
+            n_mbs,
+            r_mbs,
+            "MB/s",
+            baseline_name="the readers alone",
+            peak_rss_mb=normalized["max_rss_mb"],
+        )
+        figure(f"NCLT normalize peak RSS, {minutes:g} vs {rows['short'][0]:g} min",
+               rows["long"][3]["max_rss_mb"], rows["short"][3]["max_rss_mb"], "MB",
+               more_is_better=False, baseline_name="the shorter drive")  # fmt: skip
         print(
             f"  normalize RSS long/short: {growth:.2f} "
             f"(length ratio {minutes / rows['short'][0]:g})"

@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from bench_messages import Columns, best_time, workloads
+from bench_messages import HEADLINE, Columns, best_time, workloads
+from figures import figure
 from foxglove_schemas_protobuf.CompressedImage_pb2 import CompressedImage
 from foxglove_schemas_protobuf.CompressedVideo_pb2 import CompressedVideo
 from foxglove_schemas_protobuf.FrameTransform_pb2 import FrameTransform
@@ -339,6 +340,9 @@ def main() -> None:
         if out.take(np.arange(count)).data.tobytes() != b"".join(ref):
             raise SystemExit(f"{label}: ours differs from the protobuf library's bytes")
         rate = c.n / t_ours
+        if label in HEADLINE:
+            figure(f"protobuf {label}", rate, count / t_naive, "msgs/s",
+                   baseline_name="protobuf library, message by message")  # fmt: skip
         print(
             f"{label:<18}{c.n:>10,}{out.data.size / max(c.n, 1):>11,.0f}{rate:>13,.0f}"
             f"{out.data.size / MB / t_ours:>11,.0f}{count / t_naive:>13,.0f}"

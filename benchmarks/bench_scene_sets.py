@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from bench_export import T0, build_lake
+from figures import figure
 
 CATALOG = pa.schema(
     [
@@ -110,6 +111,8 @@ def bench_scenes(lake, drive: str, root: Path, rounds: int) -> list:
     ratio = statistics.median(ratios)
     print(f"  scene / plain time: {ratio:.3f} (per round: {', '.join(f'{x:.3f}' for x in ratios)})")
     print(f"  within 20 %: {'yes' if ratio <= 1.2 else 'NO'}")
+    figure("scene sets: scene export (MCAP + manifest + snapshot)", nbytes / 1e6 / s,
+           nbytes / 1e6 / p, "MB/s", baseline_name="plain export of the same windows")  # fmt: skip
     from bridge_lake.scenes.faults import sha256_file
 
     t_sha, _ = timed(lambda: [sha256_file(f.path) for f in made])
@@ -126,6 +129,8 @@ def bench_snapshot(lake, drive: str, tables: list[str]) -> None:
     print(f"\n2. lake snapshot of {len(tables)} partitions, {size / 1e6:.1f} MB of Parquet")
     print(f"  {'footers (name, size, footer bytes)':44} {footer * 1e3:9.1f} ms")
     print(f"  {'every byte (sha256)':44} {full * 1e3:9.1f} ms  ({full / footer:.0f}x)")
+    figure("scene sets: lake snapshot from Parquet footers", footer * 1e3, full * 1e3, "ms",
+           more_is_better=False, baseline_name="sha256 of every byte")  # fmt: skip
 
 
 def bench_faults(made: list, root: Path) -> None:
@@ -145,6 +150,7 @@ def bench_faults(made: list, root: Path) -> None:
     print(f"  {f'inject ({faults} faults)':44} {t_inject:7.3f} {nbytes / 1e6 / t_inject:8.1f}")  # fmt: skip
     print(f"  {'replay-check clean scenes':44} {t_clean:7.3f} {nbytes / 1e6 / t_clean:8.1f}")
     print(f"  {'replay-check variants (vs clean scene)':44} {t_var:7.3f} {nbytes / 1e6 / t_var:8.1f}")  # fmt: skip
+    figure("scene sets: replay-check of the variants", nbytes / 1e6 / t_var, None, "MB/s")
     found = sum(r.count("found") for r in vreports)
     print(f"  faults found {found}/{faults}, unexpected {sum(r.count('unexpected') for r in vreports)}")  # fmt: skip
 

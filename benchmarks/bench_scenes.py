@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import figure
+
 
 def build(root: Path, source: str, minutes: float) -> tuple[object, str, list[str]]:
     """A drive of `source` in a fresh lake, normalized and calibrated; its planted kinds."""
@@ -109,6 +111,8 @@ def bench_drive(lake, drive: str, source: str, minutes: float, kinds: list[str],
     whole = time.perf_counter() - t0
     steps = ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items())
     print(f"  {'end to end':15} {whole:7.2f} s ({steps})")
+    figure(f"scene rules (all {len(rules)}), {source} {minutes:g}-min drive", total, None, "s")
+    figure(f"scene catalog end to end, {source} {minutes:g}-min drive", whole, None, "s")
     tags = sorted({t for ts in result.catalog.column("tags").to_pylist() for t in ts})
     found = [k for k in kinds if k in tags]
     print(f"  planted {len(kinds)}: {', '.join(kinds)}; found {len(found)}; scene tags: {tags}")
