@@ -7,8 +7,9 @@ frame flag) to choose frames, then the `data` column of just the row groups hold
 (one row group in memory at a time, and beyond each camera's first thumbnail at most
 MAX_READ_BYTES of them: a row group of images is one Parquet page, so it is the unit of
 reading); one lidar scan's points through a `scan_id` filter that Parquet statistics prune
-to one or two row groups. Frames are decoded with PyAV (H.264 from a key frame alone; TIFF, PNG, JPEG; raw rgb8/bgr8/mono8 with numpy),
-scaled to THUMB_WIDTH, turned upright and stored as small JPEGs (at most MAX_THUMB_BYTES).
+to one or two row groups. Frames are decoded with PyAV (H.264 from a key frame alone; TIFF,
+PNG, JPEG; raw rgb8/bgr8/mono8 with numpy), scaled to THUMB_WIDTH, turned upright and
+stored as small JPEGs (at most MAX_THUMB_BYTES).
 """
 
 from __future__ import annotations
