@@ -237,3 +237,19 @@ def test_bad_manifest_is_a_format_error_naming_it(s3_options, s3_bucket):
 def test_set_names_are_unique():
     names = {partition_sets.new_set_name() for _ in range(100)}
     assert len(names) == 100 and all(n.startswith("set-") for n in names)
+
+
+def test_table_files_local_and_on_s3_agree(s3_options, s3_bucket, tmp_path):
+    lakes = [Lake(str(tmp_path / "lake")), Lake(f"s3://{s3_bucket}/lake", s3_options)]
+    found = []
+    for lake in lakes:
+        lake.write_partition(*TABLE, "d1", _generation(1, 5), rows_per_part=2)
+        lake.write_partition(*TABLE, "d2", _generation(2, 1))
+        files = lake.table_files(*TABLE)
+        assert files == {d: lake.partition_files(*TABLE, d) for d in ("d1", "d2")}
+        found.append({d: [posixpath.basename(f) for f in fs] for d, fs in files.items()})
+    assert (
+        found[0]
+        == found[1]
+        == {"d1": [f"part-0000{i}.parquet" for i in range(3)], "d2": ["part-00000.parquet"]}
+    )
