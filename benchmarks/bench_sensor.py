@@ -18,7 +18,8 @@ to the instance (partitions added, asset events recorded) before the next. Phase
 Per tick: the sensor's evaluation time (what Dagster's 60 s sensor timeout bounds), the
 time to apply its result to the instance (daemon work), requests, asset events and the size
 of the cursor it stores. The run fails if a drive is requested twice, missed, or requested
-without a change.
+without a change. For scale, the daemon's own work per request is measured too: creating a
+run of lake_job for a drive (--run-cost runs, not in --smoke).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -65,24 +69,27 @@ def write_drives(root: Path, first: int, count: int) -> list[str]:
 
 
 class Zone:
-    """The landing zone on local disk, or mirrored to a bucket on a moto server."""
+    """The landing zone on local disk, or mirrored to a bucket on a moto server (its own
+    process, so the server does not share the sensor's interpreter lock)."""
 
     def __init__(self, local: Path, s3: bool) -> None:
         self.local, self.s3, self.server = local, s3, None
         if not s3:
             self.resource = LandingZoneResource(root=str(local))
             return
-        from moto.server import ThreadedMotoServer
         from s3fs import S3FileSystem
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         os.environ.update(
             AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1"
         )
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        options = {"client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        port = _free_port()
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for_port(port)
+        options = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}}
         self.fs = S3FileSystem(**options)
         self.fs.mkdir("bench-sensor")
         self.resource = LandingZoneResource(
@@ -106,7 +113,24 @@ class Zone:
 
     def close(self) -> None:
         if self.server is not None:
-            self.server.stop()
+            self.server.terminate()
+            self.server.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"bench_sensor: moto server did not start on port {port}")
 
 
 def tick(instance: dg.DagsterInstance, zone: Zone, cursor: str | None, phase: str) -> Tick:
@@ -191,6 +215,30 @@ def _expect(ok: bool, what: str) -> None:
         raise SystemExit(f"bench_sensor: FAILED: {what}")
 
 
+def run_cost(count: int) -> None:
+    """Seconds to create one run of lake_job (what the daemon does per run request) on the
+    same kind of instance, beside the observation each request adds."""
+    from bridge_lake.definitions import defs
+    from bridge_lake.defs.landing import observation
+
+    job = defs.resolve_job_def("lake_job")
+    with dg.instance_for_test() as inst:
+        inst.add_dynamic_partitions("drives", [f"d{i}" for i in range(count)])
+        t0 = time.perf_counter()
+        for i in range(count):
+            inst.report_runless_asset_event(observation(f"d{i}", "fp", 1, 1))
+        obs = (time.perf_counter() - t0) / count
+        t0 = time.perf_counter()
+        for i in range(count):
+            inst.create_run_for_job(job_def=job, tags={"dagster/partition": f"d{i}"})
+        run = (time.perf_counter() - t0) / count
+        events = len(inst.get_records_for_run(inst.get_runs(limit=1)[0].run_id).records)
+    print(
+        f"per request: one observation {obs * 1e3:.0f} ms; creating the lake_job run "
+        f"{run * 1e3:.0f} ms ({events} events), mean of {count}"
+    )
+
+
 def report(ticks: list[Tick]) -> None:
     print(
         f"\n{'tick':>4} {'phase':9} {'sensor s':>9} {'apply s':>8} {'requests':>8} "
@@ -218,10 +266,13 @@ def main() -> None:
     parser.add_argument("--changed", type=int, default=10)
     parser.add_argument("--new", type=int, default=5)
     parser.add_argument("--s3", action="store_true", help="landing zone on moto's S3 server")
+    parser.add_argument("--run-cost", type=int, default=5, help="runs created for scale")
     args = parser.parse_args()
     if args.smoke:
-        args.drives = 100
+        args.drives, args.run_cost = 100, 0
     report(run(args.drives, args.changed, args.new, args.s3))
+    if args.run_cost:
+        run_cost(args.run_cost)
 
 
 if __name__ == "__main__":
