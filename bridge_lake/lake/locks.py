@@ -48,6 +48,8 @@ LOCK_TTL_S = 60.0
 POLL_S = 0.5
 """How often a waiting writer tries again."""
 _MAX_HOLDER_BYTES = 4096
+_RECORD_GRACE_S = 1.0
+"""How long a busy lock with no record yet is re-read (its holder is writing the record)."""
 ACQUIRED: Any = object()
 """try_acquire's answer when the lock is now ours (else: the holder, or None if unknown)."""
 
@@ -174,11 +176,12 @@ class _FileLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = LockHolder.from_json(os.pread(fd, _MAX_HOLDER_BYTES, 0))
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                return holder
-            raise
+            try:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    return _holder_of(fd)
+                raise
+            finally:
+                os.close(fd)
         os.ftruncate(fd, 0)
         os.pwrite(fd, me.to_json(), 0)
         self._fd = fd
@@ -192,6 +195,17 @@ class _FileLock:
             finally:
                 os.close(fd)  # closing the last descriptor drops the flock
         return None
+
+
+def _holder_of(fd: int) -> LockHolder | None:
+    """The record of a busy lock. The holder writes it just after its flock succeeds, so an
+    empty record is re-read for a moment before the holder counts as unknown."""
+    deadline = time.monotonic() + _RECORD_GRACE_S
+    while True:
+        holder = LockHolder.from_json(os.pread(fd, _MAX_HOLDER_BYTES, 0))
+        if holder is not None or time.monotonic() >= deadline:
+            return holder
+        time.sleep(0.01)
 
 
 class _ObjectLock:

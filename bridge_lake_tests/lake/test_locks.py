@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
+import os
 import secrets
 import subprocess
+import threading
 import time
 
 import pytest
@@ -49,6 +52,27 @@ def test_waiting_writer_is_told_who_holds_it_and_gives_up_after_wait_s(lake: Lak
                 pass
         assert 1.2 <= time.monotonic() - t < 3
     assert [h.owner for h in told] == ["run-a"]
+
+
+def test_a_holder_still_writing_its_record_is_named_not_unknown(tmp_path) -> None:
+    """The file lock's holder writes its record just after its flock succeeds; a writer
+    that comes in between waits for the record instead of reporting an unknown holder."""
+    lake = Lake(str(tmp_path / "lake"))
+    path = lock_path(lake, "d1")
+    os.makedirs(os.path.dirname(path))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # held, record not yet written
+    holder = LockHolder("host-x", 4242, "run-a", "2026-12-04T00:00:00+00:00")
+    timer = threading.Timer(0.2, os.pwrite, (fd, holder.to_json(), 0))
+    timer.start()
+    try:
+        with pytest.raises(DriveLockedError) as err:
+            with drive_lock(lake, "d1", owner="run-b"):
+                pass
+        assert err.value.holder == holder
+    finally:
+        timer.join()
+        os.close(fd)
 
 
 def _put_record(lake: Lake, holder: LockHolder) -> None:
