@@ -153,26 +153,36 @@ def run_measured(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, ob
     }
 
 
-def peak_step(home: Path, since: float, rss: list[tuple[float, int]]) -> str:
-    """Which asset the run was working on at its largest RSS sample: the first asset
-    materialized after it (from the run's SQLite event log; steps run one at a time)."""
-    if not rss:
-        return ""
-    at, kb = max(rss, key=lambda s: s[1])
+def rss_by_asset(home: Path, since: float, rss: list[tuple[float, int]]) -> dict[str, int]:
+    """Largest RSS sample (MB) per asset, each sample charged to the first asset materialized
+    after it (from the run's SQLite event log; steps run one at a time), in run order."""
     runs = [p for p in (home / "history" / "runs").glob("*.db") if p.name != "index.db"]
     runs = [p for p in runs if p.stat().st_mtime >= since]
-    if not runs:
-        return ""
+    if not rss or not runs:
+        return {}
     with sqlite3.connect(max(runs, key=lambda p: p.stat().st_mtime)) as db:
         rows = db.execute(
             "select asset_key, timestamp from event_logs"
             " where dagster_event_type = 'ASSET_MATERIALIZATION' order by id"
         ).fetchall()
-    for key, stamp in rows:
-        when = datetime.datetime.fromisoformat(str(stamp)).replace(tzinfo=datetime.UTC)
-        if when.timestamp() >= at:
-            return f"{json.loads(key)[0]} ({kb // 1024} MB)"
-    return f"after the last materialization ({kb // 1024} MB)"
+    marks = [
+        (datetime.datetime.fromisoformat(str(t)).replace(tzinfo=datetime.UTC).timestamp(),
+         json.loads(k)[0])
+        for k, t in rows
+    ]  # fmt: skip
+    out: dict[str, int] = {}
+    for at, kb in rss:
+        name = next((a for t, a in marks if t >= at), "after the last materialization")
+        out[name] = max(out.get(name, 0), kb // 1024)
+    return out
+
+
+def peak_step(by_asset: dict[str, int]) -> str:
+    """The asset in work at the run's largest RSS sample, with that sample."""
+    if not by_asset:
+        return ""
+    name = max(by_asset, key=lambda a: by_asset[a])
+    return f"{name} ({by_asset[name]} MB)"
 
 
 def snapshot(work: Path) -> tuple[str, Path]:
@@ -239,7 +249,8 @@ def one_drive(work: Path, p: Planned, prune_gb: float) -> dict[str, object]:
         "lake_gb": round(lake_bytes / GB, 3),
         "synth_s": synth["wall_s"],
         **ingest,
-        "peak_at": peak_step(home, started, rss),
+        "peak_at": peak_step(by_asset := rss_by_asset(home, started, rss)),
+        "rss_by_asset_mb": by_asset,
         "summary": summary_line(logs / f"{p.drive_id}.ingest.log"),
         "rev": rev,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
