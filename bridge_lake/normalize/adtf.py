@@ -519,6 +519,28 @@ class _Job(ABC):
     def source_type(self) -> str:
         return f"{SOURCE_PREFIX}:{_type_name(self.stream)}"
 
+    def unmapped_info(
+        self,
+        batch: _Batch | None,
+        mapping: str,
+        ddl_struct: str | None = None,
+        ddl: str | None = None,
+    ) -> list[StreamInfo]:
+        """The declaration of a stream no rule maps (a payload or generic table): no topic,
+        the batch's measured rate, and why it went there."""
+        return [
+            StreamInfo(
+                self.name,
+                self.table,
+                self.source,
+                self.source_type(),
+                expected_rate_hz=_measured_rate(batch),
+                mapping=mapping,
+                ddl_struct=ddl_struct,
+                ddl=ddl,
+            )
+        ]
+
 
 class _Batch:
     """A batch of one stream's samples as columns (one transpose in C, no per-sample loop)."""
@@ -610,16 +632,7 @@ class _PayloadJob(_Job):
         self.why = why
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
-        return [
-            StreamInfo(
-                self.name,
-                self.table,
-                self.source,
-                self.source_type(),
-                expected_rate_hz=_measured_rate(batch),
-                mapping=f"payload: {self.why}, no DDL",
-            )
-        ]
+        return self.unmapped_info(batch, f"payload: {self.why}, no DDL")
 
     def process(self, batch: _Batch) -> None:
         buf, offsets, _ = batch.buffer()
@@ -664,11 +677,15 @@ class _StructJob(_Job):
         super().__init__(stream, name, rel, sink)
         self.rule = rule
         self.table = rule.table
+        self.use_ddl(stream)
+        self.frame_id = rule.frame_id or stream.name
+
+    def use_ddl(self, stream: Stream) -> None:
+        """The stream's DDL struct and stored layout, and its static size (None if variable)."""
         self.ddl = stream.ddl
         self.struct = stream.ddl_struct
         self.layout = stream.stored_layout or "deserialized"
         self.size = static_size(self.ddl, self.struct, self.layout)
-        self.frame_id = rule.frame_id or stream.name
 
     def topic(self, batch: _Batch | None) -> str | None:
         return self.rule.topic.format(stream=self.stream.name) if self.rule.topic else None
@@ -789,26 +806,14 @@ class _GenericJob(_StructJob):
     def __init__(self, stream: Stream, name: str, rel: str, sink: DriveSink, why: str) -> None:
         _Job.__init__(self, stream, name, rel, sink)
         self.why = why
-        self.ddl = stream.ddl
-        self.struct = stream.ddl_struct
-        self.layout = stream.stored_layout or "deserialized"
-        self.size = static_size(self.ddl, self.struct, self.layout)
+        self.use_ddl(stream)
         schema = struct_schema(self.ddl, self.struct, self.layout)
         self.table = sink.register_table(table_name(self.struct), schema)
 
     def info(self, batch: _Batch | None) -> list[StreamInfo]:
-        return [
-            StreamInfo(
-                self.name,
-                self.table,
-                self.source,
-                self.source_type(),
-                expected_rate_hz=_measured_rate(batch),
-                mapping=f"generic: {self.why}",
-                ddl_struct=self.struct,
-                ddl=render_ddl(self.ddl),
-            )
-        ]
+        return self.unmapped_info(
+            batch, f"generic: {self.why}", ddl_struct=self.struct, ddl=render_ddl(self.ddl)
+        )
 
     def process(self, batch: _Batch) -> None:
         idx, table = self.decode(batch)
