@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge_lake.cli_common import lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
@@ -135,7 +136,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     from bridge_lake.lake.query import connect
 
-    con = connect(_lake(args))
+    con = connect(lake_from_args(args))
     try:
         frame = con.sql(args.sql).pl()
     except Exception as exc:  # DuckDB's parser/binder/IO errors: report, don't trace
@@ -169,23 +170,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lake(args: argparse.Namespace):
-    from bridge_lake import settings
-    from bridge_lake.lake import Lake
-
-    root = args.lake or settings.lake_root()
-    lake = Lake(root, settings.storage_options(root))
-    if lake.is_local and not Path(lake.base).is_dir():
-        raise BridgeLakeError(f"no lake at {root} (give --lake or set BRIDGE_LAKE_ROOT)")
-    return lake
-
-
 def _cmd_export(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from bridge_lake.export.exporter import ExportRequest, export_drive, export_tum
 
-    lake = _lake(args)
+    lake = lake_from_args(args)
     if args.format == "tum":
         for path in export_tum(lake, args.drive, args.out, force=args.force):
             print(f"wrote {path}")
@@ -269,7 +259,7 @@ def _cmd_waypoints(args: argparse.Namespace) -> int:
             child_frame=args.child_frame,
         )
     else:
-        track = poses_from_lake(_lake(args), args.drive)
+        track = poses_from_lake(lake_from_args(args), args.drive)
     made = file_waypoints(build_waypoints(track, params), args.out)
     wp = made.waypoints
     print(

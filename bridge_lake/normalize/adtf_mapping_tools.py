@@ -29,6 +29,7 @@ from pathlib import Path
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
+from bridge_lake.cli_common import table_lines
 from bridge_lake.formats.adtf import Stream, open_dat
 from bridge_lake.formats.adtf.ddl import DDL
 from bridge_lake.formats.adtf.info import info_dict
@@ -136,10 +137,7 @@ def placement_rows(info: dict, found: dict[int, list[StreamPlacement]]) -> list[
 def render_placements(mapping: Mapping, rows: list[list[str]]) -> str:
     layers = ", ".join(f"{o.layer} {o.path}" for o in mapping.layers) or "none"
     lines = [f"mapping:     {layers}"]
-    table = [["id", "stream", "table", "how"], *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(4)]
-    for r in table:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    lines += table_lines([["id", "stream", "table", "how"], *rows], indent="  ")
     return "\n".join(lines) + "\n"
 
 
@@ -716,14 +714,8 @@ def render_check(path: str | Path, mapping: Mapping, rows: list[dict]) -> str:
                 why,
             ]
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines = [f"file:     {path}", f"mapping:  {layers}"]
-    for row in table:
-        cells = [
-            c.rjust(w) if 3 <= i <= 5 else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  " + "  ".join(cells).rstrip())
+    lines += table_lines(table, indent="  ", right=(3, 4, 5))
     return "\n".join(lines) + "\n"
 
 

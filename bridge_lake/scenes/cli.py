@@ -13,18 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bridge_lake.cli_common import lake_from_args, table_lines
 from bridge_lake.errors import BridgeLakeError
-
-
-def _lake(args: argparse.Namespace):
-    from bridge_lake import settings
-    from bridge_lake.lake import Lake
-
-    root = args.lake or settings.lake_root()
-    lake = Lake(root, settings.storage_options(root))
-    if lake.is_local and not Path(lake.base).is_dir():
-        raise BridgeLakeError(f"no lake at {root} (give --lake or set BRIDGE_LAKE_ROOT)")
-    return lake
 
 
 def _drives(lake, given: list[str] | None) -> list[str]:
@@ -43,11 +33,8 @@ def _drives(lake, given: list[str] | None) -> list[str]:
 
 
 def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for line in table_lines([header, *rows], rule=True):
+        print(line)
 
 
 # --- scenes list -----------------------------------------------------------------------------
@@ -57,7 +44,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from bridge_lake.export.exporter import drive_span
     from bridge_lake.scenes.sets import SETS, read_catalog, select_scenes
 
-    lake = _lake(args)
+    lake = lake_from_args(args)
     rows: list[dict[str, Any]] = []
     for drive in _drives(lake, args.drive):
         scenes = select_scenes(read_catalog(lake, drive), args.scene or (), args.tag or ())
@@ -139,7 +126,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if not args.scene and not args.tag:
         raise BridgeLakeError("give --scene ID (globs allowed) or --tag TAG")
-    lake = _lake(args)
+    lake = lake_from_args(args)
     variants = variants_from_args(args)
     plan = []
     for drive in _drives(lake, args.drive):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+from bridge_lake.cli_common import table_lines
 from bridge_lake.formats.adtf import ifhd
 from bridge_lake.formats.adtf.reader import open_dat
 
@@ -174,9 +175,7 @@ def render_info(d: dict) -> str:
             rows.append(
                 ("", f"  /{name} ({sub['id']})", sub["meta_type"], sub["ddl_struct"] or "-")
             )
-    widths = [max(len(r[i]) for r in rows if len(r) > i) for i in range(len(rows[0]))]
-    for r in rows:
-        lines.append("  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+    lines += table_lines(rows, indent="  ")
     lines.append(f"extensions:  {len(d['extensions'])}")
     for e in d["extensions"]:
         owner = f" (stream {e['stream_id']})" if e["stream_id"] else ""

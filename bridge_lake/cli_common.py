@@ -1,0 +1,49 @@
+"""What the command-line modules share: the lake a command names, plain-text tables.
+
+`bridge_lake.cli`, `scenes/cli.py` and the terminal renderings of `normalize` and
+`formats/adtf` import this; it imports none of them (the import graph stays one-way).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from bridge_lake.errors import BridgeLakeError
+
+
+def lake_from_args(args: argparse.Namespace):
+    """The lake of `--lake` (else `$BRIDGE_LAKE_ROOT`, else the default); a local root that
+    is not a folder is an error naming both ways to give one."""
+    from bridge_lake import settings
+    from bridge_lake.lake import Lake
+
+    root = args.lake or settings.lake_root()
+    lake = Lake(root, settings.storage_options(root))
+    if lake.is_local and not Path(lake.base).is_dir():
+        raise BridgeLakeError(f"no lake at {root} (give --lake or set BRIDGE_LAKE_ROOT)")
+    return lake
+
+
+def table_lines(
+    rows: Sequence[Sequence[str]],
+    *,
+    indent: str = "",
+    rule: bool = False,
+    right: Collection[int] = (),
+) -> list[str]:
+    """`rows` (the first one the header) as lines of columns two spaces apart, each column as
+    wide as its widest cell, trailing blanks cut. A row may be shorter than the header (its
+    cells fill the first columns). `right`: indices of the columns aligned right; `rule`: a
+    line of dashes under the header."""
+    widths = [max(len(r[i]) for r in rows if len(r) > i) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)
+        ]
+        lines.append(indent + "  ".join(cells).rstrip())
+    if rule:
+        lines.insert(1, indent + "  ".join("-" * w for w in widths))
+    return lines
