@@ -8,11 +8,30 @@ bytes copied once from the Arrow column into the result.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
+
+
+def raw_pixels(
+    data: arg.BinaryData, height: ArrayLike, step: ArrayLike, n: int
+) -> tuple[pa.LargeBinaryArray, np.ndarray, np.ndarray, np.ndarray]:
+    """image's pixel arguments checked (protobuf.image takes the same ones): the n images,
+    their byte lengths, height and step (one for all or one per image); every image must be
+    step * height bytes."""
+    pixels = arg.binary("data", data, n)
+    length = arg.binary_lengths(pixels)
+    height_arr = arg.per_message("height", height, n, U4)
+    step_arr = arg.per_message("step", step, n, U4)
+    expected = np.broadcast_to(step_arr.astype(np.int64) * height_arr, (n,))
+    wrong = np.flatnonzero(length != expected)
+    if wrong.size:
+        i = int(wrong[0])
+        raise ValueError(f"data[{i}] has {length[i]} bytes, step * height is {expected[i]}")
+    return pixels, length, height_arr, step_arr
 
 
 def image(
@@ -36,15 +55,7 @@ def image(
     ros = arg.ros_version(ros)
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    pixels = arg.binary("data", data, n)
-    length = arg.binary_lengths(pixels)
-    height_arr = arg.per_message("height", height, n, U4)
-    step_arr = arg.per_message("step", step, n, U4)
-    expected = np.broadcast_to(step_arr.astype(np.int64) * height_arr, (n,))
-    wrong = np.flatnonzero(length != expected)
-    if wrong.size:
-        i = int(wrong[0])
-        raise ValueError(f"data[{i}] has {length[i]} bytes, step * height is {expected[i]}")
+    pixels, length, height_arr, step_arr = raw_pixels(data, height, step, n)
 
     prefix = Layout.message(ros)
     prefix.header(arg.text("frame_id", frame_id))

@@ -81,6 +81,35 @@ def odometry(
     )
 
 
+def transforms(
+    stamp_ns: ArrayLike,
+    parent_frame_ids: Sequence[str],
+    child_frame_ids: Sequence[str],
+    translation: ArrayLike,
+    rotation: ArrayLike,
+    transforms_per_message: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments of tf_message checked (protobuf.tf_message takes the same ones): stamps
+    (n or n * k), translation (n, k, 3) and rotation (n, k, 4), message by message."""
+    k = transforms_per_message
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"transforms_per_message must be a positive int, got {k!r}")
+    for name, ids in (("parent_frame_ids", parent_frame_ids), ("child_frame_ids", child_frame_ids)):
+        if isinstance(ids, str) or len(ids) != k:
+            raise ValueError(f"{name} must be a sequence of {k} frame ids (transforms_per_message)")
+    trans = np.asarray(translation)
+    if trans.ndim != 2 or trans.shape[0] % k:
+        raise ValueError(f"translation must be (m, 3) with m a multiple of {k}, got {trans.shape}")
+    k = int(k)
+    n = trans.shape[0] // k
+    trans = arg.rows("translation", trans, n * k, F8, (3,)).reshape(n, k, 3)
+    rot = arg.rows("rotation", rotation, n * k, F8, (4,)).reshape(n, k, 4)
+    stamp = arg.stamps(stamp_ns)
+    if stamp.size not in (n, n * k):
+        raise ValueError(f"stamp_ns must have {n} (per message) or {n * k} (per transform) stamps")
+    return stamp, trans, rot
+
+
 def tf_message(
     stamp_ns: ArrayLike,
     *,
@@ -100,22 +129,10 @@ def tf_message(
     headers get seq 0: they are nested, so no publisher numbers them.
     """
     ros = arg.ros_version(ros)
-    k = transforms_per_message
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"transforms_per_message must be a positive int, got {k!r}")
-    for name, ids in (("parent_frame_ids", parent_frame_ids), ("child_frame_ids", child_frame_ids)):
-        if isinstance(ids, str) or len(ids) != k:
-            raise ValueError(f"{name} must be a sequence of {k} frame ids (transforms_per_message)")
-    trans = np.asarray(translation)
-    if trans.ndim != 2 or trans.shape[0] % k:
-        raise ValueError(f"translation must be (m, 3) with m a multiple of {k}, got {trans.shape}")
-    k = int(k)
-    n = trans.shape[0] // k
-    trans = arg.rows("translation", trans, n * k, F8, (3,)).reshape(n, k, 3)
-    rot = arg.rows("rotation", rotation, n * k, F8, (4,)).reshape(n, k, 4)
-    stamp = arg.stamps(stamp_ns)
-    if stamp.size not in (n, n * k):
-        raise ValueError(f"stamp_ns must have {n} (per message) or {n * k} (per transform) stamps")
+    stamp, trans, rot = transforms(
+        stamp_ns, parent_frame_ids, child_frame_ids, translation, rotation, transforms_per_message
+    )
+    n, k = trans.shape[:2]
     per_row = 1 if stamp.size == n else k
     sec, nanosec = (
         np.broadcast_to(half.reshape(n, per_row), (n, k)) for half in split_stamps(stamp, ros)

@@ -91,6 +91,23 @@ def imu(
     )
 
 
+def fix_status(status: ArrayLike, n: int) -> np.ndarray:
+    """NavSatFix status checked (protobuf.nav_sat_fix takes the same): -1 .. 2, one value for
+    all fixes or one per fix."""
+    status_arr = arg.per_message("status", status, n, I1)
+    if status_arr.size and (status_arr.min() < -1 or status_arr.max() > 2):
+        raise ValueError("status must be -1 (no fix), 0 (fix), 1 (SBAS) or 2 (GBAS)")
+    return status_arr
+
+
+def covariance_type(position_covariance_type: ArrayLike, n: int) -> np.ndarray:
+    """NavSatFix position_covariance_type checked (as fix_status): 0 .. 3."""
+    cov_type = arg.per_message("position_covariance_type", position_covariance_type, n, U1)
+    if cov_type.size and cov_type.max() > 3:
+        raise ValueError("position_covariance_type must be 0 .. 3")
+    return cov_type
+
+
 def nav_sat_fix(
     stamp_ns: ArrayLike,
     frame_id: str,
@@ -115,12 +132,8 @@ def nav_sat_fix(
     ros = arg.ros_version(ros)
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    status_arr = arg.per_message("status", status, n, I1)
-    if status_arr.size and (status_arr.min() < -1 or status_arr.max() > 2):
-        raise ValueError("status must be -1 (no fix), 0 (fix), 1 (SBAS) or 2 (GBAS)")
-    cov_type = arg.per_message("position_covariance_type", position_covariance_type, n, U1)
-    if cov_type.size and cov_type.max() > 3:
-        raise ValueError("position_covariance_type must be 0 .. 3")
+    status_arr = fix_status(status, n)
+    cov_type = covariance_type(position_covariance_type, n)
     cov = np.zeros(9) if position_covariance is None else position_covariance
 
     layout = Layout.message(ros)

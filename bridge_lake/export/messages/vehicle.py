@@ -18,6 +18,16 @@ STANDARD_ID_LIMIT = 1 << 11
 EXTENDED_ID_LIMIT = 1 << 29
 
 
+def check_ids(ids: np.ndarray, wide: np.ndarray) -> None:
+    """Every can_id fits 11 bits, or 29 where `wide` (is_extended or is_error) is set;
+    protobuf.can_frame checks the same."""
+    too_big = np.flatnonzero(ids >= np.where(wide, EXTENDED_ID_LIMIT, STANDARD_ID_LIMIT))
+    if too_big.size:
+        i = int(too_big[0])
+        bits = 29 if wide[i] else 11
+        raise ValueError(f"can_id[{i}] = {ids[i]:#x} does not fit {bits} bits (is_extended)")
+
+
 def can_frame(
     stamp_ns: ArrayLike,
     frame_id: str,
@@ -41,11 +51,7 @@ def can_frame(
     extended = arg.per_message("is_extended", is_extended, n, np.bool_)
     error = arg.per_message("is_error", is_error, n, np.bool_)
     wide = np.broadcast_to(extended | error, (n,))
-    too_big = np.flatnonzero(ids >= np.where(wide, EXTENDED_ID_LIMIT, STANDARD_ID_LIMIT))
-    if too_big.size:
-        i = int(too_big[0])
-        bits = 29 if wide[i] else 11
-        raise ValueError(f"can_id[{i}] = {ids[i]:#x} does not fit {bits} bits (is_extended)")
+    check_ids(ids, wide)
 
     layout = Layout.message(ros)
     layout.header(arg.text("frame_id", frame_id))

@@ -5,10 +5,10 @@ the result."""
 
 from __future__ import annotations
 
-import numpy as np
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
+from bridge_lake.export.messages.image import raw_pixels
 from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.messages.wire import U4
 from bridge_lake.export.protobuf.wire import Fields
@@ -37,15 +37,7 @@ def image(
         raise ValueError("is_bigendian: foxglove.RawImage holds little-endian pixels only")
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    pixels = arg.binary("data", data, n)
-    length = arg.binary_lengths(pixels)
-    height_arr = arg.per_message("height", height, n, U4)
-    step_arr = arg.per_message("step", step, n, U4)
-    expected = np.broadcast_to(step_arr.astype(np.int64) * height_arr, (n,))
-    wrong = np.flatnonzero(length != expected)
-    if wrong.size:
-        i = int(wrong[0])
-        raise ValueError(f"data[{i}] has {length[i]} bytes, step * height is {expected[i]}")
+    pixels, _, height_arr, step_arr = raw_pixels(data, height, step, n)
 
     fields = Fields(n)
     fields.timestamp(1, stamp)

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
+from bridge_lake.export.messages.nav import transforms
 from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.messages.wire import F8
 from bridge_lake.export.protobuf.geometry import doubles, pose
@@ -80,22 +81,10 @@ def tf_message(
     """foxglove.FrameTransforms of k = transforms_per_message foxglove.FrameTransform each,
     inputs as messages.tf_message: transform j of every message goes from parent_frame_ids[j]
     to child_frame_ids[j], stamped with its message's or its own stamp. `ros` is ignored."""
-    k = transforms_per_message
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"transforms_per_message must be a positive int, got {k!r}")
-    for name, ids in (("parent_frame_ids", parent_frame_ids), ("child_frame_ids", child_frame_ids)):
-        if isinstance(ids, str) or len(ids) != k:
-            raise ValueError(f"{name} must be a sequence of {k} frame ids (transforms_per_message)")
-    trans = np.asarray(translation)
-    if trans.ndim != 2 or trans.shape[0] % k:
-        raise ValueError(f"translation must be (m, 3) with m a multiple of {k}, got {trans.shape}")
-    k = int(k)
-    n = trans.shape[0] // k
-    trans = arg.rows("translation", trans, n * k, F8, (3,)).reshape(n, k, 3)
-    rot = arg.rows("rotation", rotation, n * k, F8, (4,)).reshape(n, k, 4)
-    stamp = arg.stamps(stamp_ns)
-    if stamp.size not in (n, n * k):
-        raise ValueError(f"stamp_ns must have {n} (per message) or {n * k} (per transform) stamps")
+    stamp, trans, rot = transforms(
+        stamp_ns, parent_frame_ids, child_frame_ids, translation, rotation, transforms_per_message
+    )
+    n, k = trans.shape[:2]
     per_row = 1 if stamp.size == n else k
     stamps = np.broadcast_to(stamp.reshape(n, per_row), (n, k))
 

@@ -11,9 +11,9 @@ from foxglove_schemas_protobuf.LocationFix_pb2 import LocationFix
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.sensor import NO_ESTIMATE
+from bridge_lake.export.messages.sensor import NO_ESTIMATE, covariance_type, fix_status
 from bridge_lake.export.messages.serialized import Serialized
-from bridge_lake.export.messages.wire import F4, F8, I1, U1, U2
+from bridge_lake.export.messages.wire import F4, F8, U2
 from bridge_lake.export.protobuf.geometry import IDENTITY, doubles
 from bridge_lake.export.protobuf.wire import Fields
 
@@ -93,13 +93,9 @@ def nav_sat_fix(
     """
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    status_arr = arg.per_message("status", status, n, I1)
-    if status_arr.size and (status_arr.min() < -1 or status_arr.max() > 2):
-        raise ValueError("status must be -1 (no fix), 0 (fix), 1 (SBAS) or 2 (GBAS)")
+    status_arr = fix_status(status, n)
     service_arr = arg.per_message("service", service, n, U2)
-    cov_type = arg.per_message("position_covariance_type", position_covariance_type, n, U1)
-    if cov_type.size and cov_type.max() > 3:
-        raise ValueError("position_covariance_type must be 0 .. 3")
+    cov_type = covariance_type(position_covariance_type, n)
     cov = np.zeros(9) if position_covariance is None else position_covariance
 
     fields = Fields(n)

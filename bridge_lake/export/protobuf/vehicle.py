@@ -8,7 +8,7 @@ from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized
-from bridge_lake.export.messages.vehicle import EXTENDED_ID_LIMIT, STANDARD_ID_LIMIT
+from bridge_lake.export.messages.vehicle import check_ids
 from bridge_lake.export.messages.wire import U1, U4
 from bridge_lake.export.protobuf.wire import LEN, Fields, tag
 
@@ -41,11 +41,7 @@ def can_frame(
     error = np.broadcast_to(arg.per_message("is_error", is_error, n, np.bool_), (n,))
     rtr = np.broadcast_to(arg.per_message("is_rtr", is_rtr, n, np.bool_), (n,))
     wide = extended | error
-    too_big = np.flatnonzero(ids >= np.where(wide, EXTENDED_ID_LIMIT, STANDARD_ID_LIMIT))
-    if too_big.size:
-        i = int(too_big[0])
-        bits = 29 if wide[i] else 11
-        raise ValueError(f"can_id[{i}] = {ids[i]:#x} does not fit {bits} bits (is_extended)")
+    check_ids(ids, wide)
     dlc_arr = np.broadcast_to(arg.per_message("dlc", dlc, n, U1), (n,))
     payload = arg.rows("data", data, n, U1, (CLASSIC_PAYLOAD,))
     length = np.where(rtr, 0, np.minimum(dlc_arr, CLASSIC_PAYLOAD))
