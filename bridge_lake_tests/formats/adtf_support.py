@@ -9,6 +9,22 @@ from pathlib import Path
 TESTDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "testdata" / "adtf"
 EXPECTED = TESTDATA / "expected"
 
+STRUCT_CODES = {
+    "tBool": "?",
+    "tUInt8": "B",
+    "tInt8": "b",
+    "tUInt16": "H",
+    "tInt16": "h",
+    "tUInt32": "I",
+    "tInt32": "i",
+    "tUInt64": "Q",
+    "tInt64": "q",
+    "tFloat32": "f",
+    "tFloat64": "d",
+}
+"""DDL scalar type -> `struct` format code, for the DDL tests' own encoders (written here,
+not taken from the library, so the decoder is checked against an independent table)."""
+
 
 def expected_files() -> list[Path]:
     return sorted(EXPECTED.glob("*.json"))

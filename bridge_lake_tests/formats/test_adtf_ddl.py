@@ -16,21 +16,7 @@ from bridge_lake.formats.adtf.ddl import render_ddl, static_size
 from bridge_lake.formats.adtf.ddl_convert import convert
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import DDLError
-from bridge_lake_tests.formats.adtf_support import TESTDATA
-
-TYPES = {
-    "tUInt8": "B",
-    "tInt8": "b",
-    "tUInt16": "H",
-    "tInt16": "h",
-    "tUInt32": "I",
-    "tInt32": "i",
-    "tUInt64": "Q",
-    "tInt64": "q",
-    "tFloat32": "f",
-    "tFloat64": "d",
-    "tBool": "?",
-}
+from bridge_lake_tests.formats.adtf_support import STRUCT_CODES, TESTDATA
 
 
 def _value(code: str):
@@ -52,7 +38,7 @@ def layouts(draw):
     for _ in range(n):
         specs.append(
             (
-                draw(st.sampled_from(sorted(TYPES))),
+                draw(st.sampled_from(sorted(STRUCT_CODES))),
                 draw(st.integers(1, 3)),
                 draw(st.integers(0, 3)),
                 draw(st.sampled_from(["LE", "BE"])),
@@ -66,7 +52,7 @@ def _ddl_and_offsets(specs, alignment):
     """DDL text plus the serialized and deserialized offsets, computed independently."""
     pos, lines, ser, des, cursor = 0, [], [], [], 0
     for i, (typ, count, gap, order, align) in enumerate(specs):
-        size = struct.calcsize(TYPES[typ]) * count
+        size = struct.calcsize(STRUCT_CODES[typ]) * count
         pos += gap
         ser.append(pos)
         cursor = (cursor + align - 1) // align * align
@@ -91,7 +77,7 @@ def test_decode_matches_independent_encoder(data, layout, rows):
     assert static_size(ddl, "S", "serialized") == ser_size
     assert static_size(ddl, "S", "deserialized") == des_size
     values = [
-        [data.draw(st.lists(_value(TYPES[t]), min_size=c, max_size=c)) for t, c, *_ in specs]
+        [data.draw(st.lists(_value(STRUCT_CODES[t]), min_size=c, max_size=c)) for t, c, *_ in specs]
         for _ in range(rows)
     ]
     gaps = data.draw(st.lists(st.integers(0, 5), min_size=rows, max_size=rows))
@@ -101,7 +87,7 @@ def test_decode_matches_independent_encoder(data, layout, rows):
         offsets.append(len(blob))
         ser_row, des_row = bytearray(ser_size), bytearray(des_size)
         for (typ, count, _, order, _), s_at, d_at, v in zip(specs, ser, des, row, strict=True):
-            fmt = f"{count}{TYPES[typ]}"
+            fmt = f"{count}{STRUCT_CODES[typ]}"
             struct.pack_into(("<" if order == "LE" else ">") + fmt, ser_row, s_at, *v)
             struct.pack_into("<" + fmt, des_row, d_at, *v)
         blob += ser_row

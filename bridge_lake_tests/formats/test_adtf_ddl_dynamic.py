@@ -27,20 +27,8 @@ from bridge_lake.formats.adtf.ddl import static_size
 from bridge_lake.formats.adtf.ddl_convert import convert
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import DDLError
+from bridge_lake_tests.formats.adtf_support import STRUCT_CODES
 
-CODES = {
-    "tBool": "?",
-    "tUInt8": "B",
-    "tInt8": "b",
-    "tUInt16": "H",
-    "tInt16": "h",
-    "tUInt32": "I",
-    "tInt32": "i",
-    "tUInt64": "Q",
-    "tInt64": "q",
-    "tFloat32": "f",
-    "tFloat64": "d",
-}
 COUNT_TYPES = ["tUInt8", "tInt8", "tUInt16", "tInt16", "tUInt32", "tInt32", "tUInt64", "tInt64"]
 
 
@@ -88,7 +76,7 @@ def _fixed_ser_size(s: Struct, structs: dict[str, Struct]) -> int:
 def _fixed_width(el: El, structs: dict[str, Struct]) -> int:
     if el.type in structs:
         return _fixed_ser_size(structs[el.type], structs) * el.count
-    return struct.calcsize(CODES[el.type]) * el.count
+    return struct.calcsize(STRUCT_CODES[el.type]) * el.count
 
 
 @st.composite
@@ -111,12 +99,14 @@ def descriptions(draw):
             if kind == "counter":
                 el = El(name, draw(st.sampled_from(COUNT_TYPES)), 1, counter=True)
             elif kind == "base":
-                el = El(name, draw(st.sampled_from(sorted(CODES))), 1)
+                el = El(name, draw(st.sampled_from(sorted(STRUCT_CODES))), 1)
             elif kind == "base_array":
-                el = El(name, draw(st.sampled_from(sorted(CODES))), draw(st.integers(2, 3)))
+                el = El(name, draw(st.sampled_from(sorted(STRUCT_CODES))), draw(st.integers(2, 3)))
             elif kind == "dynamic_base":
                 el = El(
-                    name, draw(st.sampled_from(sorted(CODES))), draw(st.sampled_from(s.counters))
+                    name,
+                    draw(st.sampled_from(sorted(STRUCT_CODES))),
+                    draw(st.sampled_from(s.counters)),
                 )
             else:
                 sub = draw(st.sampled_from(sorted(structs)))
@@ -177,7 +167,7 @@ def _lookup(values: dict, path: str) -> int:
 
 
 def _scalar(draw, type_name: str, counter: bool):
-    code = CODES[type_name]
+    code = STRUCT_CODES[type_name]
     if counter:
         return draw(st.integers(0, 3))
     if code == "?":
@@ -219,7 +209,7 @@ def encode(s: Struct, values: dict, structs, layout: str, out: bytearray, base: 
             for item in items:
                 at += encode(structs[el.type], item, structs, layout, out, at)
         else:
-            code = CODES[el.type]
+            code = STRUCT_CODES[el.type]
             size = struct.calcsize(code)
             order = el.order if layout == "serialized" else "<"
             for item in items:
