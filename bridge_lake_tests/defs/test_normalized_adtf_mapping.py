@@ -1,13 +1,10 @@
 """The normalized asset takes the user's ADTF mapping from the landing resource and the
 drive's own from its drive.yaml (drive first), and refuses a drive mapping outside the drive."""
 
-import dagster as dg
 import numpy as np
 
-from bridge_lake.defs.normalized import normalized
-from bridge_lake.defs.raw import raw_manifest
-from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.lake import Lake
+from bridge_lake_tests.defs import materialize_normalized
 from bridge_lake_tests.normalize.adtf_structs import Struct, records, write_recording
 
 MOTION = Struct("acme_motion", [("t_ns", "tInt64"), ("a0", "tFloat32"), ("a1", "tFloat32")])
@@ -26,21 +23,6 @@ def _drive(root, drive_id, extra=""):
     return drive
 
 
-def _materialize(landing_root, lake_root, drive_id, adtf_mapping=None):
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("drives", [drive_id])
-        return dg.materialize(
-            [raw_manifest, normalized],
-            partition_key=drive_id,
-            instance=instance,
-            resources={
-                "lake": LakeResource(root=str(lake_root)),
-                "landing": LandingZoneResource(root=str(landing_root), adtf_mapping=adtf_mapping),
-            },
-            raise_on_error=False,
-        )
-
-
 def test_resource_user_mapping_and_drive_mapping(tmp_path, monkeypatch):
     monkeypatch.delenv("BRIDGE_LAKE_ADTF_MAPPING", raising=False)
     landing = tmp_path / "landing"
@@ -51,7 +33,9 @@ def test_resource_user_mapping_and_drive_mapping(tmp_path, monkeypatch):
     user.write_text(RULE.format("a0"))
     lake = Lake(str(tmp_path / "lake"))
     for drive_id, expect in (("d-user", 1.5), ("d-own", -2.0)):
-        result = _materialize(landing, tmp_path / "lake", drive_id, adtf_mapping=str(user))
+        result = materialize_normalized(
+            landing, tmp_path / "lake", drive_id, adtf_mapping=str(user)
+        )
         assert result.success, drive_id
         imu = lake.read_partition("normalized", "imu", drive_id)
         assert imu.column("linear_acceleration_x").to_pylist() == [expect] * 20, drive_id
@@ -61,7 +45,7 @@ def test_drive_mapping_outside_the_drive_fails_the_run_naming_drive_and_key(tmp_
     landing = tmp_path / "landing"
     (tmp_path / "elsewhere.yaml").write_text(RULE.format("a0"))
     _drive(landing, "d-bad", "mapping: ../../elsewhere.yaml\n")
-    result = _materialize(landing, tmp_path / "lake", "d-bad")
+    result = materialize_normalized(landing, tmp_path / "lake", "d-bad")
     assert not result.success
     (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     error, messages = failure.step_failure_data.error, []

@@ -5,13 +5,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bridge_lake.defs.normalized import normalized
-from bridge_lake.defs.raw import raw_manifest
-from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.lake.query import connect, scan
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.normalize import drive as drive_module
 from bridge_lake.synth import synthesize
+from bridge_lake_tests.defs import materialize_normalized
 
 
 @pytest.fixture(scope="module")
@@ -21,27 +19,11 @@ def landing(tmp_path_factory):
     return root, [d.drive_id for d in made]
 
 
-def _materialize(landing_root, lake_root, drive_id, **kwargs):
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("drives", [drive_id])
-        return dg.materialize(
-            [raw_manifest, normalized],
-            partition_key=drive_id,
-            instance=instance,
-            resources={
-                "lake": LakeResource(root=str(lake_root)),
-                "landing": LandingZoneResource(root=str(landing_root)),
-            },
-            raise_on_error=False,
-            **kwargs,
-        )
-
-
 def test_both_sources_normalize_with_passing_checks(landing, tmp_path):
     root, drive_ids = landing
     lake_root = tmp_path / "lake"
     for drive_id in drive_ids:
-        result = _materialize(root, lake_root, drive_id)
+        result = materialize_normalized(root, lake_root, drive_id)
         assert result.success, drive_id
         failed_errors = [
             (e.asset_key.to_user_string(), e.check_name)
@@ -81,11 +63,11 @@ def test_lost_records_fail_the_blocking_conservation_check(landing, tmp_path, mo
         stats.records_read += 5  # five records that went nowhere
 
     lake_root = tmp_path / "lake"
-    assert _materialize(root, lake_root, nclt).success
+    assert materialize_normalized(root, lake_root, nclt).success
     imu = lake_root / "normalized" / "imu" / f"drive={nclt}" / "part-00000.parquet"
     published = imu.read_bytes()
     monkeypatch.setitem(drive_module.NORMALIZERS, "nclt", lossy)
-    result = _materialize(root, lake_root, nclt)
+    result = materialize_normalized(root, lake_root, nclt)
     assert not result.success
     # write-audit-publish: the rejected run left the previous tables in place
     assert imu.read_bytes() == published
@@ -114,10 +96,10 @@ def test_rematerializing_gives_identical_bytes(landing, tmp_path):
         }
 
     for drive_id in drive_ids:
-        assert _materialize(root, lake_root, drive_id).success
+        assert materialize_normalized(root, lake_root, drive_id).success
     first = snapshot()
     for drive_id in drive_ids:
-        assert _materialize(root, lake_root, drive_id).success
+        assert materialize_normalized(root, lake_root, drive_id).success
     second = snapshot()
     assert len(first) == 2 * len(NORMALIZED)
     assert first.keys() == second.keys()
