@@ -37,7 +37,7 @@ import re
 import secrets
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -443,12 +443,13 @@ class TopicMessages:
     log: np.ndarray
     publish: np.ndarray
     sequence: np.ndarray
-    data: list[bytes]
+    data: list[bytes] | None
+    """payloads (`read_mcap`); None where they were not kept (`scan_mcap`)"""
     order: np.ndarray
     """position of each message in the file (over all topics)"""
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self.log)
 
 
 @dataclass
@@ -483,36 +484,45 @@ def ros2_name(name: str) -> str:
 
 
 def read_mcap(path: str | os.PathLike) -> McapContent:
-    """The whole file in memory (scenes are seconds long), CRCs validated."""
-    from mcap.reader import make_reader
+    """The whole file in memory, payloads included (what a variant copies), CRCs validated."""
+    payloads: dict[int, list[bytes]] = {}
+    content = scan_mcap(
+        path, lambda channel, _type, data: payloads.setdefault(channel.id, []).append(data)
+    )
+    for t in content.topics.values():
+        t.data = payloads.get(t.channel_id, [])
+    return content
 
-    from bridge_lake.export.health import BoundedFile
 
+def scan_mcap(
+    path: str | os.PathLike, visit: Callable[[Any, str, bytes], None] | None = None
+) -> McapContent:
+    """Read `path` once, streaming in file order, one chunk in memory at a time, CRCs
+    validated: `visit(channel, type, payload)` sees every message's payload (type: ROS 2 style
+    name) and no payload is kept (each topic's `data` is None; `read_mcap` keeps them).
+    Errors of the file are `FaultError`s naming it; `visit`'s own errors pass through."""
     path = Path(path)
-    try:
-        with BoundedFile(path) as f:
-            reader = make_reader(f, validate_crcs=True)
-            header = reader.get_header()
-            summary = reader.get_summary()
-            per: dict[int, dict[str, list]] = {}
-            messages = reader.iter_messages(log_time_order=False)
-            for position, (_, channel, m) in enumerate(messages):
-                lists = per.setdefault(
-                    channel.id, {"log": [], "pub": [], "seq": [], "data": [], "order": []}
-                )
-                lists["log"].append(m.log_time)
-                lists["pub"].append(m.publish_time)
-                lists["seq"].append(m.sequence)
-                lists["data"].append(m.data)
-                lists["order"].append(position)
-            metadata = [(m.name, dict(m.metadata)) for m in reader.iter_metadata()]
-            attachments = list(reader.iter_attachments())
-    except OSError as exc:
-        raise FaultError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    except Exception as exc:  # the mcap library's own errors (bad magic, CRC, truncation)
-        raise FaultError(f"{path}: not a readable MCAP file: {type(exc).__name__}: {exc}") from exc
+    frame: dict[str, Any] = {}
+    per: dict[int, dict[str, list[int]]] = {}
+    for position, (schema, channel, m) in enumerate(_stream(path, frame)):
+        lists = per.get(channel.id)
+        if lists is None:
+            lists = per[channel.id] = {"log": [], "pub": [], "seq": [], "order": []}
+        lists["log"].append(m.log_time)
+        lists["pub"].append(m.publish_time)
+        lists["seq"].append(m.sequence)
+        lists["order"].append(position)
+        if visit is not None:
+            visit(channel, ros2_name(schema.name) if schema else "", m.data)
+    summary = frame["summary"]
     if summary is None:
         raise FaultError(f"{path}: the MCAP has no summary section")
+    strays = sorted(set(per) - set(summary.channels))
+    if strays:
+        raise FaultError(
+            f"{path}: not a readable MCAP file: messages on channel {strays[0]}, "
+            "which the summary does not list"
+        )
     compressions = sorted({c.compression or "none" for c in summary.chunk_indexes})
     topics = {}
     for cid, channel in sorted(summary.channels.items()):
@@ -526,19 +536,45 @@ def read_mcap(path: str | os.PathLike) -> McapContent:
             np.array(lists.get("log", []), np.int64),
             np.array(lists.get("pub", []), np.int64),
             np.array(lists.get("seq", []), np.uint32),
-            list(lists.get("data", [])),
+            None,
             np.array(lists.get("order", []), np.int64),
         )
+    header = frame["header"]
     return McapContent(
         header.profile,
         header.library,
         compressions[0] if compressions else "zstd",
         dict(summary.schemas),
         dict(summary.channels),
-        metadata,
-        attachments,
+        frame["metadata"],
+        frame["attachments"],
         topics,
     )
+
+
+def _stream(path: Path, frame: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """(schema, channel, message) of `path` in file order; header, summary, metadata and
+    attachments into `frame`. The mcap library's errors become `FaultError`s naming the file;
+    the caller's, raised between messages, never reach this generator."""
+    from mcap.reader import NonSeekingReader, make_reader
+
+    from bridge_lake.export.health import BoundedFile
+
+    try:
+        with BoundedFile(path) as f:
+            reader = make_reader(f, validate_crcs=True)
+            frame["header"] = reader.get_header()
+            frame["summary"] = reader.get_summary()
+            frame["metadata"] = [(m.name, dict(m.metadata)) for m in reader.iter_metadata()]
+            frame["attachments"] = list(reader.iter_attachments())
+            # one chunk at a time: the seeking reader's file-order mode queues every message
+            # of the file before it yields the first (mcap 1.6; see export.health)
+            f.seek(0)
+            yield from NonSeekingReader(f, validate_crcs=True).iter_messages(log_time_order=False)
+    except OSError as exc:
+        raise FaultError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+    except Exception as exc:  # the mcap library's own errors (bad magic, CRC, truncation)
+        raise FaultError(f"{path}: not a readable MCAP file: {type(exc).__name__}: {exc}") from exc
 
 
 # --- header stamps inside serialized messages -------------------------------------------------
@@ -1000,6 +1036,7 @@ __all__ = [
     "parse_duration",
     "parse_yaml",
     "read_mcap",
+    "scan_mcap",
     "specs_from_text",
     "stamp_positions",
 ]
