@@ -32,6 +32,7 @@ import html
 import json
 import os
 import tempfile
+from array import array
 from collections import Counter, defaultdict, deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,10 +46,9 @@ from bridge_lake.scenes.faults import (
     BLACKABLE,
     FaultError,
     McapContent,
-    TopicMessages,
     image_is_black,
-    read_mcap,
     read_stamp,
+    scan_mcap,
     sha256_file,
     stamp_positions,
 )
@@ -174,16 +174,26 @@ class _Facts:
     """digest of the payload with every header stamp zeroed"""
     full: list[bytes]
     has_stamps: bool
+    black: np.ndarray | None = None
+    """per message: all-zero pixels (image types in BLACKABLE of the checked file, else None)"""
 
 
-def _facts(t: TopicMessages) -> _Facts:
-    stamps = np.full(len(t), NO_STAMP, np.int64)
-    masked, full = [], []
-    for i, data in enumerate(t.data):
-        positions = stamp_positions(t.type, t.encoding, data)
-        full.append(hashlib.blake2b(data, digest_size=16).digest())
+class _FactsBuilder:
+    """The facts of one channel's messages, a payload at a time (none is kept)."""
+
+    def __init__(self, typename: str, encoding: str, black: bool) -> None:
+        self.type, self.encoding = typename, encoding
+        self.stamps = array("q")
+        self.masked: list[bytes] = []
+        self.full: list[bytes] = []
+        self.black = array("b") if black and typename in BLACKABLE else None
+
+    def add(self, data: bytes) -> None:
+        positions = stamp_positions(self.type, self.encoding, data)
+        full = hashlib.blake2b(data, digest_size=16).digest()
+        self.full.append(full)
         if positions:
-            stamps[i] = read_stamp(data, positions[0], t.encoding)
+            self.stamps.append(read_stamp(data, positions[0], self.encoding))
             h = hashlib.blake2b(digest_size=16)
             view, at = memoryview(data), 0
             for p in positions:
@@ -191,11 +201,45 @@ def _facts(t: TopicMessages) -> _Facts:
                 h.update(b"\0" * 8)
                 at = p + 8
             h.update(view[at:])
-            masked.append(h.digest())
+            self.masked.append(h.digest())
         else:
-            masked.append(full[-1])
-    has = bool(len(t)) and bool((stamps != NO_STAMP).all())
-    return _Facts(t.log, stamps, masked, full, has)
+            self.stamps.append(NO_STAMP)
+            self.masked.append(full)
+        if self.black is not None:
+            self.black.append(_black(data, self.encoding))
+
+    def facts(self, log: np.ndarray) -> _Facts:
+        stamps = np.frombuffer(self.stamps, np.int64).copy()
+        has = bool(len(stamps)) and bool((stamps != NO_STAMP).all())
+        black = None if self.black is None else np.frombuffer(self.black, np.int8).astype(bool)
+        return _Facts(log, stamps, self.masked, self.full, has, black)
+
+
+def _black(data: bytes, encoding: str) -> bool:
+    try:
+        return image_is_black(data, encoding)
+    except Exception:  # a frame that does not decode is not black (the data level reports it)
+        return False
+
+
+def _read_facts(path: Path, *, black: bool) -> tuple[McapContent, dict[str, _Facts]]:
+    """`path` read once, streaming: its records and per topic the facts of its messages, in
+    memory independent of the payloads' size (`faults.FaultError` if it is not readable).
+    `black`: also whether each raw image is black (the checked file; a source needs not)."""
+    builders: dict[int, _FactsBuilder] = {}
+
+    def visit(channel: Any, typename: str, data: bytes) -> None:
+        b = builders.get(channel.id)
+        if b is None:
+            b = builders[channel.id] = _FactsBuilder(typename, channel.message_encoding, black)
+        b.add(data)
+
+    content = scan_mcap(path, visit)
+    facts = {}
+    for topic, t in content.topics.items():
+        b = builders.get(t.channel_id) or _FactsBuilder(t.type, t.encoding, black)
+        facts[topic] = b.facts(t.log)
+    return content, facts
 
 
 def _match(ref: _Facts, obs: _Facts) -> tuple[np.ndarray, list[int]]:
@@ -326,19 +370,19 @@ def replay_check(
     listed_topics = doc.get("topics") or {}
     for topic, info in listed_topics.items():
         report.topics[topic] = TopicReport(topic, info["type"], expected=int(info["messages"]))
-    observed = _data_level(report, path, listed_topics, decode)
-    if observed is None:
+    read = _data_level(report, path, listed_topics, decode)
+    if read is None:
         for level in ("timing", "content"):
             report.checks.append(Check(level, "not run", False, "the file is not readable"))
         return report
-    obs = {t: _facts(m) for t, m in observed.topics.items()}
+    observed, obs = read
     for t, m in observed.topics.items():
         report.times[t] = m.log
-    ref_content, reference = _reference(report, path, doc, observed, against, storage_options)
+    source, reference = _reference(report, path, doc, observed, against, storage_options)
     report.reference = reference
-    _intrinsic(report, observed, obs, listed_topics, ref_content is not None, doc)
+    _intrinsic(report, observed, obs, listed_topics, source is not None, doc)
     _content_sha(report, path, doc)
-    if ref_content is None:
+    if source is None:
         if doc.get("faults"):
             report.checks.append(
                 Check(
@@ -351,7 +395,7 @@ def replay_check(
             )
         report.checks.sort(key=lambda c: LEVELS.index(c.level))
         return report
-    ref = {t: _facts(m) for t, m in ref_content.topics.items()}
+    ref_content, ref = source
     _against_source(report, doc, ref, obs, observed, ref_content)
     if against is not None:
         _snapshot(report, doc, against, storage_options)
@@ -359,9 +403,12 @@ def replay_check(
     return report
 
 
-def _data_level(report: ReplayReport, path: Path, listed: dict, decode: bool) -> McapContent | None:
+def _data_level(
+    report: ReplayReport, path: Path, listed: dict, decode: bool
+) -> tuple[McapContent, dict[str, _Facts]] | None:
     """Readable (CRCs), every message decoded by independent readers (`export.health`;
-    skipped without `decode`), topics and counts as listed. The file's content, or None."""
+    skipped without `decode`), topics and counts as listed. The file's records and facts
+    (`_read_facts`), or None."""
     health = None
     if decode:
         try:
@@ -370,7 +417,7 @@ def _data_level(report: ReplayReport, path: Path, listed: dict, decode: bool) ->
             report.checks.append(Check("data", "readable", False, str(exc)))
             return None
     try:
-        observed = read_mcap(path)
+        observed, facts = _read_facts(path, black=True)
     except FaultError as exc:
         report.checks.append(Check("data", "readable", False, str(exc)))
         return None
@@ -403,12 +450,15 @@ def _data_level(report: ReplayReport, path: Path, listed: dict, decode: bool) ->
     ]
     detail = "; ".join(wrong[:5]) or "every count as the manifest says"
     report.checks.append(Check("data", "counts", not wrong, detail))
-    return observed
+    return observed, facts
+
+
+_Source = tuple[McapContent, dict[str, _Facts]]
 
 
 def _reference(
     report: ReplayReport, path: Path, doc: dict, observed: McapContent, against, storage_options
-) -> tuple[McapContent | None, str]:
+) -> tuple[_Source | None, str]:
     if against is not None:
         return _lake_reference(doc, observed, against, storage_options)
     source = doc.get("source")
@@ -428,12 +478,12 @@ def _reference(
             )
         )
         return None, f"none ({clean.name} is not the file the variant was made from)"
-    return read_mcap(clean), f"clean scene {clean.name}"
+    return _read_facts(clean, black=False), f"clean scene {clean.name}"
 
 
 def _lake_reference(
     doc: dict, observed: McapContent, against, storage_options
-) -> tuple[McapContent, str]:
+) -> tuple[_Source, str]:
     from bridge_lake.export.exporter import ExportRequest, export_drive
     from bridge_lake.export.mapping import MAPPINGS
     from bridge_lake.lake import Lake
@@ -464,8 +514,8 @@ def _lake_reference(
                 mapping=mapping,
             ),
         )
-        content = read_mcap(out)
-    return content, f"lake {against} (the window exported again)"
+        source = _read_facts(out, black=False)
+    return source, f"lake {against} (the window exported again)"
 
 
 def _sha(p: Path) -> str:
@@ -563,17 +613,12 @@ class _Seen:
     black: bool
 
 
-def _seen(rf: _Facts, of: _Facts, i: int, j: int, msgs: TopicMessages | None) -> _Seen:
+def _seen(rf: _Facts, of: _Facts, i: int, j: int) -> _Seen:
     if j < 0:
         return _Seen(False, None, 0, 0, False, False)
     stamps = rf.has_stamps and of.has_stamps
     changed = of.masked[j] != rf.masked[i]
-    black = (
-        changed
-        and msgs is not None
-        and msgs.type in BLACKABLE
-        and image_is_black(msgs.data[j], msgs.encoding)
-    )
+    black = changed and of.black is not None and bool(of.black[j])
     return _Seen(
         True,
         int(of.log[j]),
@@ -654,7 +699,7 @@ def _against_source(
         match, extra = _match(rf, of)
         slots = set(rf.log.tolist())
         for i in range(len(rf.log)):
-            s = _seen(rf, of, i, int(match[i]), msgs)
+            s = _seen(rf, of, i, int(match[i]))
             e = expected.get((topic, i))
             if e is None:
                 found = _unlisted(topic, i, int(rf.log[i]), s, slots)

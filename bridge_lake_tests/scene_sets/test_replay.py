@@ -6,15 +6,27 @@ from __future__ import annotations
 
 import json
 import shutil
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bridge_lake.export.mcap_writer import McapWriter
+from bridge_lake.export.messages import message_definition, typestore
 from bridge_lake.scenes.cli import main
-from bridge_lake.scenes.faults import VariantSpec, parse_compact, read_mcap
+from bridge_lake.scenes.faults import VariantSpec, parse_compact, read_mcap, sha256_file
 from bridge_lake.scenes.replay import replay_check
-from bridge_lake.scenes.sets import build_scene, build_variant, read_catalog
+from bridge_lake.scenes.sets import (
+    MANIFEST_KIND,
+    MANIFEST_VERSION,
+    Scene,
+    SceneFile,
+    build_scene,
+    build_variant,
+    manifest_path_for,
+    read_catalog,
+)
 from bridge_lake_tests.scene_sets import scene_lake
 
 KINDS = {
@@ -258,3 +270,70 @@ def test_cli_exit_codes_and_reports(built, tmp_path, capsys):
     (tmp_path / "lonely.mcap").write_bytes(clean["adtf"].path.read_bytes())
     assert main(["replay-check", str(tmp_path / "lonely.mcap")]) == 2
     assert "no manifest" in capsys.readouterr().err
+
+
+def _camera_scene(folder: Path, frames: int, frame_bytes: int) -> SceneFile:
+    """A clean scene of `frames` raw mono8 images of random pixels (so the file is about
+    frames * frame_bytes) and its manifest, as build_scene writes them."""
+    store = typestore(2)
+    image, header, time = (
+        store.types[n]
+        for n in ("sensor_msgs/msg/Image", "std_msgs/msg/Header", "builtin_interfaces/msg/Time")
+    )
+    schema = message_definition("sensor_msgs/msg/Image", 2)
+    topic, width, height = "/camera/image_raw", 1024, frame_bytes // 1024
+    rng = np.random.default_rng(4)
+    t0, period = 1_700_000_000_000_000_000, 100_000_000
+    path = folder / "big.mcap"
+    with McapWriter(path, compression="none") as w:
+        sid = w.add_schema(schema.name, schema.encoding, schema.text.encode())
+        cid = w.add_channel(topic, "cdr", sid)
+        for i in range(frames):
+            t = t0 + i * period
+            pixels = rng.integers(0, 256, width * height, np.uint8)
+            msg = image(
+                header(time(*divmod(t, 10**9)), "cam"), height, width, "mono8", 0, width, pixels
+            )
+            w.write_message(cid, t, bytes(store.serialize_cdr(msg, schema.name)))
+    last, sha = t0 + (frames - 1) * period, sha256_file(path)
+    manifest = {
+        "kind": MANIFEST_KIND,
+        "manifest_version": MANIFEST_VERSION,
+        "scene_id": "big",
+        "drive": "big",
+        "variant": "clean",
+        "window": {"start_ns": t0, "end_ns": last + 1},
+        "file": {"name": path.name, "bytes": path.stat().st_size, "sha256": sha},
+        "messages": frames,
+        "topics": {
+            topic: {"type": schema.name, "messages": frames, "first_ns": t0, "last_ns": last}
+        },
+        "source": None,
+        "faults": None,
+    }
+    mpath = manifest_path_for(path)
+    mpath.write_text(json.dumps(manifest))
+    scene = Scene("big", "big", t0, last + 1)
+    return SceneFile(scene, "clean", path, mpath, manifest, sha, path.stat().st_size)
+
+
+def test_replay_memory_does_not_grow_with_the_scene_file(tmp_path):
+    """Issue 16: a scene window has no length limit, so replay-check streams the variant and
+    its clean source and keeps per message a few numbers and digests, never the payloads: its
+    Python memory is bound by the MCAP chunk (4 MB, ~16 MB at the peak), not by the 2 x 64 MB
+    it reads (the whole-file reader peaked above 128 MB here)."""
+    clean = _camera_scene(tmp_path, frames=32, frame_bytes=2 << 20)
+    made = build_variant(
+        clean, VariantSpec("black", tuple(parse_compact("camera:black=2"))), tmp_path
+    )
+    assert min(clean.bytes, made.bytes) > 64 << 20
+    tracemalloc.start()
+    try:
+        report = replay_check(made.path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.ok, [c for c in report.checks if not c.ok]
+    assert report.reference == f"clean scene {clean.path.name}"
+    assert report.count("found") == 2 and {f.kind for f in report.findings} == {"black"}
+    assert peak < made.bytes / 3, f"peak {peak >> 20} MB of Python memory for {made.bytes >> 20} MB"
