@@ -34,11 +34,6 @@ SMALL_BATCH_ROWS = 8_192
 100 Hz stream. A lane holds its batch (rows and messages) until the merge passes it, so at
 65,536 rows (11 minutes at 100 Hz) the NCLT export's memory grew with the drive up to the
 cap (+90 MB from 1.5 to 3 minutes over nine such lanes); serializing is as fast either way."""
-READAHEAD_BATCHES = 2
-"""Batches a lane's reader decodes ahead, one part at a time and without pre-buffering:
-Arrow's defaults (16 batches, 4 parts, every selected column chunk of a part buffered
-before the first batch) held a part's whole Hokuyo ranges (4 KB a row), so a lane's memory
-grew with the drive: 48 row groups of them held 224 MB, now 26 MB."""
 POINT_BATCH_POINTS = 1 << 20
 """Lidar points read per batch: a few revolutions, bounded whatever the drive's length."""
 IMAGE_BATCH_ROWS = 32
@@ -105,7 +100,16 @@ def read_rows(
     windows: list[Window] | None,
     batch_rows: int,
 ) -> Iterator[pa.Table]:
-    """The lane's rows in file (= time) order, `batch_rows` at a time."""
+    """The lane's rows in file (= time) order, `batch_rows` at a time.
+
+    Read synchronously, one row group at a time, `batch_rows` rows per decoded batch: no
+    background reader runs ahead. A dataset scanner did (its Acero sink stops only at 1 GiB
+    queued, whatever `batch_readahead` says), so while the merge waited on the slowest lane
+    every other lane had its whole filtered drive decoded in memory, drained as the export
+    went on: the 5-min NCLT export held 200 MB of camera frames and 85 MB of Hokuyo ranges
+    from its first seconds. Row groups are skipped by their statistics (the dataset's own
+    pruning), and the batches are those the scanner gave, so the rows and their grouping
+    are unchanged."""
     layer, table = lane.rule.table.split("/")
     data = dataset(lake, layer, table, drive)
     missing = [c for c in columns if c not in data.schema.names]
@@ -114,26 +118,66 @@ def read_rows(
             f"{layer}/{table} of drive {drive} has no column(s) {missing} that topic "
             f"{lane.topic} ({lane.rule.type}) needs; it has {data.schema.names}"
         )
-    scanner = data.scanner(
-        columns=columns,
-        filter=_filter(lane.selection, windows),
-        batch_size=batch_rows,
-        batch_readahead=READAHEAD_BATCHES,
-        fragment_readahead=1,
-        fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
-    )
-    pending: list[pa.RecordBatch] = []
+    flt = _filter(lane.selection, windows)
+    wanted = [*columns, *(c for c in _filter_columns(lane.selection, windows) if c not in columns)]
+    schema = pa.schema([data.schema.field(c) for c in wanted])
+    pending: list[pa.Table] = []
     n = 0
-    for batch in scanner.to_batches():
-        if batch.num_rows == 0:
+    for fragment in data.get_fragments():
+        groups = fragment.subset(flt).row_groups if flt is not None else fragment.row_groups
+        if not groups:
             continue
-        pending.append(batch)
-        n += batch.num_rows
-        if n >= batch_rows:
-            yield pa.Table.from_batches(pending)
-            pending, n = [], 0
+        with fragment.filesystem.open_input_file(fragment.path) as handle:
+            part = pq.ParquetFile(handle, metadata=fragment.metadata, pre_buffer=False)
+            present = [c for c in wanted if c in part.schema_arrow.names]
+            for group in groups:
+                for batch in part.iter_batches(batch_rows, [group.id], present, use_threads=True):
+                    rows = _conform(pa.Table.from_batches([batch]), schema)
+                    if flt is not None:
+                        rows = rows.filter(_mask(rows, lane.selection, windows))
+                    if rows.num_rows == 0:
+                        continue
+                    pending.append(rows.select(columns))
+                    n += rows.num_rows
+                    if n >= batch_rows:
+                        yield pa.concat_tables(pending)
+                        pending, n = [], 0
     if pending:
-        yield pa.Table.from_batches(pending)
+        yield pa.concat_tables(pending)
+
+
+def _filter_columns(selection: dict[str, object], windows: list[Window] | None) -> list[str]:
+    return [*selection, *(["time_ns"] if windows else [])]
+
+
+def _mask(rows: pa.Table, selection: dict[str, object], windows: list[Window] | None):
+    """`_filter` evaluated on in-memory rows (null = dropped, as the filter drops it): the
+    compute kernels directly, not an Acero plan per batch (3x slower on 32-row batches)."""
+    mask = None
+    for col, value in selection.items():
+        e = pc.equal(rows.column(col), value)
+        mask = e if mask is None else pc.and_kleene(mask, e)
+    if windows:
+        t, w = rows.column("time_ns"), None
+        for win in windows:
+            e = pc.and_kleene(pc.greater_equal(t, win.start_ns), pc.less(t, win.end_ns))
+            w = e if w is None else pc.or_kleene(w, e)
+        mask = w if mask is None else pc.and_kleene(mask, w)
+    return mask
+
+
+def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A part's rows in the dataset's schema (column order and types of its first part; a
+    column a part lacks is null), as the dataset scanner gave them."""
+    if rows.schema.equals(schema):
+        return rows
+    arrays = [
+        rows.column(f.name).cast(f.type)
+        if f.name in rows.column_names
+        else pa.nulls(rows.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _np(table: pa.Table, name: str, dtype=np.float64) -> np.ndarray:
