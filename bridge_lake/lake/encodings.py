@@ -25,6 +25,12 @@ import pyarrow.compute as pc
 
 SAMPLE_ROWS = 1 << 18
 """Rows of a part looked at to choose encodings: hashing them costs a few ms a column."""
+QUICK_SAMPLE_ROWS = 1 << 16
+"""A float column whose first this many rows already show few distinct values is taken as
+quantized without hashing the whole sample (a quarter of the cost: NCLT points, 10 ms a 2 Mi
+part, 4% of its encoding). More rows of a quantized column only lower the share (5 mm codes
+of a drive: 14% of 64 Ki points, 5% of 256 Ki), so the choice stays; only columns above
+the threshold here (measured values) are counted again on SAMPLE_ROWS."""
 DICTIONARY_MAX_DISTINCT = 0.25
 """A float column whose sample has at most this share of distinct values is quantized."""
 DICTIONARY_MAX_CHANGES = 0.125
@@ -64,6 +70,14 @@ def _few_values(column: pa.ChunkedArray, floating: bool) -> bool:
     if n == 0:
         return True  # all null: a dictionary of nothing
     if floating:
-        return pc.count_distinct(column).as_py() <= DICTIONARY_MAX_DISTINCT * n
+        if len(column) > QUICK_SAMPLE_ROWS and _few_distinct(column.slice(0, QUICK_SAMPLE_ROWS)):
+            return True
+        return _few_distinct(column)
     changes = pc.sum(pc.not_equal(column.slice(1), column.slice(0, len(column) - 1))).as_py()
     return (changes or 0) <= DICTIONARY_MAX_CHANGES * n
+
+
+def _few_distinct(column: pa.ChunkedArray) -> bool:
+    """At most DICTIONARY_MAX_DISTINCT of the non-null values distinct (none: not shown)."""
+    n = len(column) - column.null_count
+    return n > 0 and pc.count_distinct(column).as_py() <= DICTIONARY_MAX_DISTINCT * n

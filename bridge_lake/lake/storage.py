@@ -230,6 +230,7 @@ class Lake(FsRoot):
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
         row_group_bytes: int = ROW_GROUP_BYTES,
         encode_threads: int = 1,
+        page_rows: int | None = None,
     ) -> PartitionWriter:
         """A streaming writer: feed record batches, publish on `commit()` (or leaving `with`).
         `encode_threads` > 1 encodes parts in the background (see PartitionWriter)."""
@@ -241,6 +242,7 @@ class Lake(FsRoot):
             row_group_rows=row_group_rows,
             row_group_bytes=row_group_bytes,
             encode_threads=encode_threads,
+            page_rows=page_rows,
         )
 
     def write_partition(
@@ -332,6 +334,10 @@ class PartitionWriter:
     `encode_threads` parts wait or encode while the next one fills (each part at most
     `rows_per_part` rows or about BUFFERED_PART_BYTES); an encoding error surfaces at the next
     write or at close.
+
+    `page_rows` caps the rows of a data page (Arrow's default, None, is 20,000); pages still
+    end at Arrow's 1 MB of encoded values. Columns that encode to a few bits a row (dictionary
+    indices, deltas) then cost less: every page compresses with a fresh zstd context.
     """
 
     def __init__(
@@ -344,9 +350,12 @@ class PartitionWriter:
         row_group_rows: int,
         row_group_bytes: int = ROW_GROUP_BYTES,
         encode_threads: int = 1,
+        page_rows: int | None = None,
     ) -> None:
         if rows_per_part <= 0 or row_group_rows <= 0 or encode_threads <= 0:
             raise ValueError("rows_per_part, row_group_rows and encode_threads must be positive")
+        if page_rows is not None and page_rows <= 0:
+            raise ValueError("page_rows must be positive")
         self._lake = lake
         self._fs = lake.fs
         self._target = target_dir
@@ -354,6 +363,7 @@ class PartitionWriter:
         self._rows_per_part = rows_per_part
         self._row_group_rows = row_group_rows
         self._row_group_bytes = row_group_bytes
+        self._page_rows = page_rows
         if lake.is_local:
             self._staging = lake.new_staging_dir()
         else:  # the parts go straight to where they stay; the manifest publishes them
@@ -553,6 +563,7 @@ class PartitionWriter:
             self._schema,
             compression="zstd",
             write_statistics=True,
+            max_rows_per_page=self._page_rows,
             **parquet_encodings(self._schema, first_rows),
         )
         return writer, file

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from bridge_lake.formats.nclt.constants import CODE_LUT
 from bridge_lake.lake import Lake
-from bridge_lake.lake.encodings import parquet_encodings
+from bridge_lake.lake.encodings import QUICK_SAMPLE_ROWS, parquet_encodings
 
 N = 50_000
 
@@ -102,3 +102,49 @@ def test_each_part_chooses_from_its_own_rows_and_readers_agree(tmp_path):
         column_encoding={c: "BYTE_STREAM_SPLIT" for c in ("x", "y", "z", "intensity")},
     )  # fmt: skip
     assert os.path.getsize(files[0]) < 0.8 * bss.stat().st_size
+
+
+def test_quick_sample_decides_only_for_few_values():
+    """A float column whose first QUICK_SAMPLE_ROWS show few values gets its dictionary
+    from them; measured values, and a column whose first rows are all null, are judged on
+    the whole sample as before."""
+    n = QUICK_SAMPLE_ROWS * 2
+    rng = np.random.default_rng(11)
+    quantized = CODE_LUT[rng.integers(18_000, 22_000, n).astype(np.uint16)]
+    measured = rng.normal(0, 20, n).astype(np.float32)
+    nulls_first = np.zeros(n, dtype=bool)
+    nulls_first[:QUICK_SAMPLE_ROWS] = True
+    table = pa.table(
+        {
+            "q": quantized,
+            "m": measured,
+            "late_m": pa.array(measured, mask=nulls_first),
+            "late_q": pa.array(quantized, mask=nulls_first),
+        }
+    )
+    chosen = parquet_encodings(table.schema, table)
+    assert sorted(chosen["use_dictionary"]) == ["late_q", "q"]
+    assert chosen["column_encoding"] == {"m": "BYTE_STREAM_SPLIT", "late_m": "BYTE_STREAM_SPLIT"}
+
+
+def test_page_rows_cap_the_pages_and_readers_agree(tmp_path):
+    """page_rows makes the writer cut pages every that many rows (each page has a header:
+    the file grows with their number), and DuckDB and polars read the same values."""
+    rng = np.random.default_rng(7)
+    data = _points(rng, True)
+    lake = Lake(str(tmp_path / "lake"))
+    sizes = {}
+    for page_rows in (None, 500, 1 << 18):
+        (path,) = lake.write_partition(
+            "normalized", "lidar_points", f"p{page_rows}", data, rows_per_part=N,
+            row_group_rows=N, page_rows=page_rows,
+        )  # fmt: skip
+        sizes[page_rows] = os.path.getsize(path)
+        assert pq.ParquetFile(path).read().equals(data)
+        sql = f"select * from read_parquet('{path}', hive_partitioning = false)"
+        assert duckdb.sql(sql).arrow().read_all().cast(data.schema).equals(data)
+        back = pl.read_parquet(path, hive_partitioning=False).to_arrow()
+        assert back.cast(data.schema).equals(data)
+    # 50,000 rows: 3 pages a column at Arrow's 20,000, 100 at 500, 1 at 256 Ki
+    assert sizes[500] > sizes[None] + 8 * 90 * 20  # 8 columns x 97 more page headers
+    assert sizes[1 << 18] < sizes[None]
