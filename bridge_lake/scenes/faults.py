@@ -587,7 +587,13 @@ def stamp_positions(typename: str, encoding: str, data: bytes) -> list[int]:
     if encoding not in ("cdr", "ros1"):
         return []
     if typename == "tf2_msgs/msg/TFMessage":
-        return _tf_stamps(data, encoding == "cdr")
+        try:
+            stamps = _tf_stamps(data, encoding == "cdr")
+        except struct.error:
+            stamps = None
+        if stamps is None or any(p + 8 > len(data) for p in stamps):
+            raise FaultError(f"a {typename} message of {len(data)} bytes is malformed")
+        return stamps
     first = _first_field(typename, 2 if encoding == "cdr" else 1)
     if first == "header":
         return [4]
@@ -635,6 +641,8 @@ def _tf_stamps(data: bytes, cdr: bool) -> list[int]:
             (n,) = struct.unpack_from("<I", data, pos)
             pos += 4 + n
         pos = align(pos, 8) + 56  # translation (3 float64) + rotation (4 float64)
+    if pos > len(data):
+        raise struct.error(f"the transforms end at byte {pos}, after the message")
     return out
 
 

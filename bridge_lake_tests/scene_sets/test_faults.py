@@ -322,3 +322,15 @@ def test_variant_manifest_lists_every_fault(scenes, tmp_path):
     assert made.manifest["file"]["sha256"] == hashlib.sha256(made.path.read_bytes()).hexdigest()
     counts = {t: len(v) for t, v in _read(made.path).items()}
     assert {t: v["messages"] for t, v in made.manifest["topics"].items() if v["messages"]} == counts
+
+
+@pytest.mark.parametrize("encoding", ["cdr", "ros1"])
+def test_a_malformed_tf_message_is_a_typed_error(encoding: str) -> None:
+    """A TFMessage whose lengths point past its end (the CRC of its chunk can still be
+    valid) is a FaultError naming the type, not a struct.error from deep inside."""
+    header = b"\0\1\0\0" if encoding == "cdr" else b""
+    one_transform_no_body = header + (1).to_bytes(4, "little")
+    huge_frame_id = header + (1).to_bytes(4, "little") + bytes(12) + (1 << 30).to_bytes(4, "little")
+    for data in (one_transform_no_body, huge_frame_id, header[:2]):
+        with pytest.raises(FaultError, match=r"tf2_msgs/msg/TFMessage message of \d+ bytes"):
+            stamp_positions("tf2_msgs/msg/TFMessage", encoding, data)
