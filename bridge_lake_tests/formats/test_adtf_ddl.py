@@ -231,6 +231,15 @@ def test_big_endian_bit_field_reads_a_big_endian_word():
     assert table.column("v").to_pylist() == [0xBC]
 
 
+@pytest.mark.parametrize(("raw", "count"), [("01", 1), ("010", 10), ("0x10", 16), ("0", 1)])
+def test_arraysize_digits_are_decimal(raw, count):
+    """A fuzzer found "01" raising a bare ValueError (int(x, 0) refuses leading zeros)."""
+    ddl = parse_ddl(
+        f'<struct name="A"><element name="v" type="tUInt8" bytepos="0" arraysize="{raw}"/></struct>'
+    )
+    assert static_size(ddl, "A", "serialized") == count
+
+
 def test_real_sidecars_parse():
     ddl = parse_ddl((TESTDATA / "example_file_adtf2.dat.description").read_bytes())
     assert ddl.streams == {"NESTED_STRUCT": "tNestedStruct", "video": "adtf.type.video"}

@@ -194,7 +194,8 @@ def _parse_struct(el) -> Struct:
         arraysize: int | str
         if re.fullmatch(r"[0-9]+|0x[0-9a-fA-F]+", arraysize_raw):
             # the vendor's codec lays a fixed arraysize of 0 out as 1 element; so do we
-            arraysize = int(arraysize_raw, 0) or 1
+            # digits are decimal ("010" is ten; int(x, 0) would refuse the leading zero)
+            arraysize = int(arraysize_raw, 16 if arraysize_raw.startswith("0x") else 10) or 1
         elif arraysize_raw == "dynamic":
             raise DDLError(f"{what}: arraysize 'dynamic' (count unknown to DDL) is not decodable")
         else:
