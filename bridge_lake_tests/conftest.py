@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge_lake_tests.testdata import ADTF_TESTDATA
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-ADTF_TESTDATA = SHARED / "testdata" / "adtf"
 
 DRIVE_YAML = """vehicle: test-car
 source: adtf
@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 def make_adtf_drive(landing: Path, drive_id: str, *, drive_yaml: str | None = DRIVE_YAML) -> Path:
-    """A drive folder holding two real ADTF recordings (copied from shared/testdata)."""
+    """A drive folder holding two real ADTF recordings (copied from bridge_lake_tests/data)."""
     d = landing / drive_id
     d.mkdir(parents=True)
     shutil.copy(ADTF_TESTDATA / "test_type_seek.dat", d / "test_type_seek.dat")

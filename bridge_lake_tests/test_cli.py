@@ -9,6 +9,7 @@ import pytest
 from bridge_lake.cli import main
 from bridge_lake.drive_meta import parse_drive_yaml
 from bridge_lake_tests.conftest import REPO
+from bridge_lake_tests.testdata import ADTF_TESTDATA
 
 
 def test_synth_writes_drive_folders_for_both_sources(tmp_path, capsys):
@@ -92,7 +93,7 @@ def test_definitions_validate_through_workspace_yaml():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-ADTF = REPO.parent / "shared" / "testdata" / "adtf"
+ADTF = ADTF_TESTDATA
 
 
 def test_info_prints_streams_and_json(capsys):
@@ -155,7 +156,6 @@ def test_query_formats(tmp_path, capsys):
 def test_cli_tells_the_truth_about_lakes_files_and_output(synthetic_lake, tmp_path, capsys):
     """Issue 15: a missing lake is an error, binary columns print as hex, --out is honoured
     for tables, info exits non-zero on damage and names non-ADTF files, --version works."""
-    from bridge_lake_tests.conftest import ADTF_TESTDATA
 
     def run(*args):
         rc = main([str(a) for a in args])

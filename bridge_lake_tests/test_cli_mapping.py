@@ -2,7 +2,6 @@
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,8 @@ from bridge_lake.normalize.adtf_mapping import Mapping, load_mapping, parse_mapp
 from bridge_lake.normalize.adtf_mapping_tools import DEG, suggest_mapping
 from bridge_lake.normalize.sink import DriveSink
 from bridge_lake_tests.normalize.adtf_structs import Struct, records, write_recording
+from bridge_lake_tests.testdata import ADTF_TESTDATA as ADTF
 
-ADTF = Path("/work/shared/testdata/adtf")
 REAL = sorted([*ADTF.glob("*.dat"), *ADTF.glob("*.adtfdat")])
 
 INERTIAL = Struct(

@@ -1,4 +1,4 @@
-"""Seed material for the fuzz targets: the real files of shared/testdata and small synthetic
+"""Seed material for the fuzz targets: the real files of bridge_lake_tests/data and small synthetic
 files written by the project's own writers (`bridge_lake.synth`, `DatWriter`, the MCAP and
 bag writers). Built once into a work folder and reused; each target picks its seeds here.
 
@@ -15,17 +15,23 @@ import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BRIDGE_LAKE_SHARED", REPO.parent / "shared"))
-TESTDATA = SHARED / "testdata"
+TESTDATA = REPO / "bridge_lake_tests" / "data"
 ADTF_TESTDATA = TESTDATA / "adtf"
 NCLT_CALIBRATION = TESTDATA / "nclt" / "calibration.yaml"
+EXTERNAL_ADTF = Path(os.environ.get("BRIDGE_LAKE_TESTDATA", REPO.parent / "shared" / "testdata"))
+EXTERNAL_ADTF /= "adtf"
 
 
 def testdata_dat_files() -> list[Path]:
-    """The real ADTF recordings (every IFHD version the project reads)."""
-    return sorted(
-        p for p in ADTF_TESTDATA.glob("*") if p.suffix in (".dat", ".adtfdat") and p.is_file()
-    )
+    """The real ADTF recordings (every IFHD version the project reads): the repository's,
+    plus those found in $BRIDGE_LAKE_TESTDATA/adtf (the GPL-2.0 ns file is kept out)."""
+    found = {
+        p.name: p
+        for folder in (EXTERNAL_ADTF, ADTF_TESTDATA)
+        for p in folder.glob("*")
+        if p.suffix in (".dat", ".adtfdat") and p.is_file()
+    }
+    return sorted(found.values())
 
 
 def testdata_descriptions() -> list[Path]:

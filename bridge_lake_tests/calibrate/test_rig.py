@@ -19,9 +19,10 @@ from bridge_lake.calibrate.rig import (
     rig_dirs,
 )
 from bridge_lake.formats.nclt import constants as C
+from bridge_lake_tests.testdata import NCLT_CALIBRATION
 
 REPO = Path(__file__).resolve().parents[2]
-CALIBRATION = REPO.parent / "shared" / "testdata" / "nclt" / "calibration.yaml"
+CALIBRATION = NCLT_CALIBRATION
 NCLT = SHIPPED_RIGS / "nclt-segway.yaml"
 
 

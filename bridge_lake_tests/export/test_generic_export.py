@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from mcap.reader import make_reader
@@ -18,8 +17,8 @@ from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
 from bridge_lake.normalize.drive import normalize_drive
 from bridge_lake_tests.support import register
+from bridge_lake_tests.testdata import adtf_available
 
-TESTDATA = Path("/work/shared/testdata/adtf")
 FILES = (
     "test_file_rec_newfile.dat",
     "test_file_rec_newfile.dat.description",
@@ -34,7 +33,8 @@ def real_lake(tmp_path_factory):
     drive = root / "landing" / "real"
     drive.mkdir(parents=True)
     for name in FILES:
-        shutil.copy(TESTDATA / name, drive / name)
+        if (path := adtf_available(name)) is not None:  # the GPL ns file may be absent
+            shutil.copy(path, drive / name)
     (drive / "drive.yaml").write_text(
         "source: adtf\nvehicle: test-vehicle-01\nrecorded_at: 2024-05-14T09:00:00Z\n"
     )
@@ -72,9 +72,10 @@ def test_generic_streams_as_json_topics_in_mcap(real_lake):
     assert [r["testval2"] for _, r in mytype] == list(range(1000))
     payload = seen["in2"]
     assert [base64.b64decode(r["data"]["base64"]) for _, r in payload] == [b"\x01"] * 7
-    assert export.topics["/adtf/substreams1/stream1"].messages == 45
-    values = [r["value"] for _, r in seen["substreams1/stream1"]]
-    assert values[:3] == [102, 103, 104] and all(isinstance(v, int) for v in values)
+    if adtf_available("adtfdat.hexpat.adtfdat"):
+        assert export.topics["/adtf/substreams1/stream1"].messages == 45
+        values = [r["value"] for _, r in seen["substreams1/stream1"]]
+        assert values[:3] == [102, 103, 104] and all(isinstance(v, int) for v in values)
 
 
 def test_bags_leave_json_topics_out_and_say_so(real_lake):

@@ -6,8 +6,9 @@ import hashlib
 import json
 from pathlib import Path
 
-TESTDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "testdata" / "adtf"
-EXPECTED = TESTDATA / "expected"
+from bridge_lake_tests.testdata import ADTF_TESTDATA, adtf_expected_files
+
+TESTDATA = ADTF_TESTDATA
 
 STRUCT_CODES = {
     "tBool": "?",
@@ -27,7 +28,7 @@ not taken from the library, so the decoder is checked against an independent tab
 
 
 def expected_files() -> list[Path]:
-    return sorted(EXPECTED.glob("*.json"))
+    return adtf_expected_files()
 
 
 def load_expected(path: Path) -> dict:

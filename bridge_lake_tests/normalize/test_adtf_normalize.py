@@ -21,8 +21,9 @@ from bridge_lake.lake import Lake
 from bridge_lake.normalize.adtf import find_recordings, normalize_adtf, sps_size
 from bridge_lake.normalize.adtf_mapping import AdtfMappingError, load_mapping, parse_mapping
 from bridge_lake.normalize.sink import DriveSink
+from bridge_lake_tests.testdata import ADTF_TESTDATA as TESTDATA
+from bridge_lake_tests.testdata import adtf_path, adtf_recordings
 
-TESTDATA = Path("/work/shared/testdata/adtf")
 SYNTH_STREAMS = ("front_camera", "can_powertrain", "can_chassis", "lidar_top", "gnss", "imu")
 
 
@@ -490,12 +491,20 @@ def test_rule_naming_missing_element_sends_the_stream_to_its_generic_table(small
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    lake, result = _normalize(tmp_path_factory.mktemp("real_lake"), TESTDATA)
+    """Every available real recording (and its DDL sidecar) as one drive."""
+    drive = tmp_path_factory.mktemp("real_drive")
+    for rec in adtf_recordings():
+        shutil.copy(rec, drive / rec.name)
+        sidecar = rec.with_name(rec.name + ".description")
+        if sidecar.is_file():
+            shutil.copy(sidecar, drive / sidecar.name)
+    lake, result = _normalize(tmp_path_factory.mktemp("real_lake"), drive)
     return lake, result
 
 
 def test_real_files_nothing_lost(real):
     lake, result = real
+    available = {p.name: p for p in adtf_recordings()}
     recordings = {p.name for p in find_recordings(TESTDATA)}
     assert recordings == {
         "test_file_rec_newfile.dat",
@@ -504,11 +513,11 @@ def test_real_files_nothing_lost(real):
         "test_type_seek.dat",
         "test_modify_extension.adtfdat",
         "test_history.dat",
-        "adtfdat.hexpat.adtfdat",
     }
+    recordings = set(available)
     assert {s.info.source_file for s in result.streams} == recordings
     for name in recordings:
-        with open_dat(TESTDATA / name, strict=False) as f:
+        with open_dat(available[name], strict=False) as f:
             n = sum(1 for _ in f.samples())
             issues = len(f.issues.items)
         mine = [s for s in result.streams if s.info.source_file == name]
@@ -541,8 +550,10 @@ def test_real_files_nothing_quarantined_for_lack_of_a_mapping(real):
     lake, result = real
     assert result.quarantined == 0
     rows = {s.info.stream: s.rows_written for s in result.streams}
-    for name in ("test_type_seek.dat", "adtfdat.hexpat.adtfdat", "test_sample_info.dat"):
-        with open_dat(TESTDATA / name) as f:
+    available = {p.name: p for p in adtf_recordings()}
+    names = ("test_type_seek.dat", "adtfdat.hexpat.adtfdat", "test_sample_info.dat")
+    for name in [n for n in names if n in available]:
+        with open_dat(available[name]) as f:
             counts: dict[str, int] = {}
             for sample in f.samples():
                 stream = f.stream(sample.stream_id)
@@ -557,11 +568,17 @@ def test_real_files_nothing_quarantined_for_lack_of_a_mapping(real):
     vendor = _vendor_samples(TESTDATA / "test_type_seek.dat")
     got = payloads.filter(pa.compute.equal(payloads.column("stream"), "in2"))
     assert got.column("data").to_pylist() == [p for _, p in vendor["in2"]]
-    u32 = _table(lake, "ddl_uint32", "substreams1/stream1")
-    assert u32.num_rows == 45 and u32.column("value").to_pylist()[:3] == [102, 103, 104]
     u8 = _table(lake, "ddl_uint8", "input")
     vendor = _vendor_samples(TESTDATA / "test_sample_info.dat")["input"]
     assert u8.column("value").to_pylist() == [p[0] for _, p in vendor]
+
+
+def test_real_ns_file_substreams_land_as_ddl_rows(real):
+    """The ADTF 3 ns file (outside the repository: GPL-2.0) lands its substreams decoded."""
+    adtf_path("adtfdat.hexpat.adtfdat")
+    lake, _ = real
+    u32 = _table(lake, "ddl_uint32", "substreams1/stream1")
+    assert u32.num_rows == 45 and u32.column("value").to_pylist()[:3] == [102, 103, 104]
 
 
 def test_real_adtf2_serialized_struct_through_a_custom_rule(tmp_path):
