@@ -13,19 +13,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from av.video.reformatter import VideoReformatter
 
 from bridge_lake.clock import nearest
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export import messages as msg
 from bridge_lake.export.mapping import TopicRule
 from bridge_lake.export.trim import Window
+from bridge_lake.formats import video
 from bridge_lake.geometry import rpy_to_quaternion
 from bridge_lake.lake import Lake
 
@@ -625,9 +624,10 @@ class ImageBuilder(Builder):
         self.encoding = lane.rule.options.get("encoding", "rgb8")
         if self.encoding not in ("rgb8", "bgr8"):
             raise ExportError(f"{lane.topic}: options.encoding must be rgb8 or bgr8")
-        self.decoder: av.CodecContext | None = None
-        self.reformatter = VideoReformatter()
-        """one swscale context for the lane: building one per frame costs 20x the conversion"""
+        self.decoder: video.Decoder | None = None
+        """the lane's H.264 context: access units are decoded in order"""
+        self.intra: dict[str, video.Decoder] = {}
+        self.reformatter = video.Reformatter()
 
     def batches(self, windows: list[Window] | None) -> Iterator[Batch]:
         wanted = windows
@@ -684,16 +684,17 @@ class ImageBuilder(Builder):
             if encoding == "mono8":
                 return img[:, :, 0]
             return img if encoding == self.encoding else img[:, :, ::-1]
-        codec = {"h264": "h264", "tiff": "tiff", "png": "png", "jpeg": "mjpeg"}.get(encoding)
-        if codec is None:
+        if encoding not in video.CODECS:
             raise ExportError(f"{self.lane.topic}: cannot decode {encoding!r} frames to an Image")
-        if codec == "h264":
+        if encoding in video.STREAMED:
             if self.decoder is None:
-                self.decoder = av.CodecContext.create("h264", "r")
+                self.decoder = video.Decoder(encoding)
             ctx = self.decoder
         else:
-            ctx = av.CodecContext.create(codec, "r")
-        frames = ctx.decode(av.Packet(data))
+            ctx = self.intra.get(encoding) or self.intra.setdefault(
+                encoding, video.Decoder(encoding)
+            )
+        frames = ctx.decode(data)
         if not frames:
             raise ExportError(
                 f"{self.lane.topic}: a {encoding} frame gave no picture (stream starts without "
@@ -701,7 +702,7 @@ class ImageBuilder(Builder):
                 "foxglove_msgs/msg/CompressedVideo or sensor_msgs/msg/CompressedImage instead"
             )
         fmt = "rgb24" if self.encoding == "rgb8" else "bgr24"
-        return self.reformatter.reformat(frames[-1], format=fmt).to_ndarray()
+        return self.reformatter.to_ndarray(frames[-1], fmt)
 
 
 BUILDERS: dict[str, type[Builder]] = {

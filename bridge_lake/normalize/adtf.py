@@ -44,6 +44,7 @@ from bridge_lake.formats.adtf import Sample, Stream, open_dat, recording_parts, 
 from bridge_lake.formats.adtf.ddl import DDL, render_ddl, static_size
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
+from bridge_lake.formats.video import access_units
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.normalize.adtf_clock import RecordingClock, recording_clocks
 from bridge_lake.normalize.adtf_generic import (
@@ -1098,10 +1099,6 @@ class _LidarJob(_StructJob):
         return reasons
 
 
-NAL_IDR = 5
-NAL_SPS = 7
-
-
 class _Video(_Job):
     """Compressed video: each sample is one access unit, kept as is. `is_keyframe` = the AU
     holds an IDR slice (NAL scan over the whole batch with numpy); width/height from the
@@ -1122,19 +1119,10 @@ class _Video(_Job):
 
     def process(self, batch: _Batch) -> None:
         buf, offsets, lengths = batch.buffer()
-        nal_at, nal_type = _nal_units(buf)
-        owner = np.searchsorted(offsets, nal_at, side="right") - 1
-        key = np.zeros(batch.n, dtype=bool)
-        key[owner[nal_type == NAL_IDR]] = True
-        if self.width is None or self.height is None:
-            sps = nal_at[nal_type == NAL_SPS]
-            if len(sps):
-                end = (
-                    offsets[owner[nal_type == NAL_SPS][0]] + lengths[owner[nal_type == NAL_SPS][0]]
-                )
-                size = sps_size(bytes(buf[sps[0] + 1 : end]))
-                if size is not None:
-                    self.width, self.height = size
+        unsized = self.width is None or self.height is None
+        key, size = access_units(buf, offsets, lengths, size=unsized)
+        if size is not None:
+            self.width, self.height = size
         n = batch.n
         if len(buf) > np.iinfo(np.int32).max:  # pa.binary() offsets are int32
             raise BridgeLakeError(f"{self.rel}: video batch of {len(buf)} bytes exceeds 2 GiB")
@@ -1173,95 +1161,4 @@ def _float_prop(props: dict[str, str], *names: str) -> float | None:
     return None
 
 
-def _nal_units(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of NAL header bytes after Annex-B start codes (00 00 01) and their types."""
-    if len(buf) < 4:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    zero = buf[:-3] == 0
-    hit = np.flatnonzero(zero & (buf[1:-2] == 0) & (buf[2:-1] == 1)) + 3
-    return hit, buf[hit] & 0x1F
-
-
-class _Bits:
-    def __init__(self, data: bytes) -> None:
-        self.bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
-        self.pos = 0
-
-    def u(self, n: int) -> int:
-        if self.pos + n > len(self.bits):
-            raise IndexError("SPS ends early")
-        v = 0
-        for b in self.bits[self.pos : self.pos + n].tolist():
-            v = (v << 1) | b
-        self.pos += n
-        return v
-
-    def ue(self) -> int:
-        zeros = 0
-        while self.u(1) == 0:
-            zeros += 1
-            if zeros > 31:
-                raise ValueError("bad Exp-Golomb code")
-        return (1 << zeros) - 1 + self.u(zeros)
-
-    def se(self) -> int:
-        k = self.ue()
-        return (k + 1) // 2 if k % 2 else -(k // 2)
-
-
-def sps_size(rbsp_with_epb: bytes) -> tuple[int, int] | None:
-    """(width, height) in pixels from an H.264 SPS payload (after the NAL header byte), with
-    frame cropping applied; None if the SPS is malformed. Runs once per stream."""
-    data = rbsp_with_epb.replace(b"\x00\x00\x03", b"\x00\x00")
-    try:
-        r = _Bits(data)
-        profile = r.u(8)
-        r.u(16)  # constraint flags + level
-        r.ue()  # seq_parameter_set_id
-        chroma = 1
-        if profile in (100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135):
-            chroma = r.ue()
-            if chroma == 3:
-                r.u(1)
-            r.ue()
-            r.ue()
-            r.u(1)
-            if r.u(1):  # seq_scaling_matrix_present
-                for i in range(8 if chroma != 3 else 12):
-                    if r.u(1):
-                        last, nxt = 8, 8
-                        for _ in range(16 if i < 6 else 64):
-                            if nxt:
-                                nxt = (last + r.se() + 256) % 256
-                            last = nxt or last
-        r.ue()  # log2_max_frame_num
-        poc = r.ue()
-        if poc == 0:
-            r.ue()
-        elif poc == 1:
-            r.u(1)
-            r.se()
-            r.se()
-            for _ in range(r.ue()):
-                r.se()
-        r.ue()  # max_num_ref_frames
-        r.u(1)
-        mbs_w = r.ue() + 1
-        map_h = r.ue() + 1
-        frame_mbs_only = r.u(1)
-        if not frame_mbs_only:
-            r.u(1)
-        r.u(1)
-        width, height = mbs_w * 16, map_h * 16 * (2 - frame_mbs_only)
-        if r.u(1):  # frame_cropping
-            left, right, top, bottom = r.ue(), r.ue(), r.ue(), r.ue()
-            cx = 1 if chroma in (0, 3) else 2
-            cy = (1 if chroma in (0, 3) else (2 if chroma == 1 else 1)) * (2 - frame_mbs_only)
-            width -= cx * (left + right)
-            height -= cy * (top + bottom)
-        return width, height
-    except (IndexError, ValueError):
-        return None
-
-
-__all__ = ["find_recordings", "group_parts", "normalize_adtf", "sps_size"]
+__all__ = ["find_recordings", "group_parts", "normalize_adtf"]

@@ -17,16 +17,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 
-import av
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bridge_lake.formats.video import (
+    CODECS,
+    RAW_CHANNELS,
+    RAW_FORMATS,
+    DecodeError,
+    Decoder,
+    VideoFrame,
+    encode_image,
+    frame_from_pixels,
+)
 from bridge_lake.geometry.rotations import Transform
 from bridge_lake.lake import Lake
-from bridge_lake.scenes.camera_stats import CODECS, RAW_CHANNELS
 
 THUMBS_PER_CAMERA = 4
 MAX_CAMERAS = 8
@@ -42,8 +49,6 @@ large TIFFs gets fewer thumbnails rather than a long read. Every camera shown ge
 thumbnail whatever it costs (at most MAX_CAMERAS row groups)."""
 READ_BUFFER_BYTES = 1 << 20
 INDEX_COLUMNS = ["time_ns", "camera", "encoding", "is_keyframe", "width", "height", "rotate_cw_deg"]
-RAW_FORMATS = {"rgb8": "rgb24", "bgr8": "bgr24", "mono8": "gray"}
-"""camera_frames raw pixel encodings → PyAV pixel formats."""
 
 LIDAR_SIZE = 360
 """Side of the top-down lidar picture [px]."""
@@ -221,7 +226,7 @@ def _data_bytes(lake: Lake, path: str, group: int) -> int:
 def _thumbnail(p: _Pick, data: bytes) -> Thumbnail:
     try:
         frame = _decode(p.encoding, data, p.width, p.height)
-    except (av.error.FFmpegError, ValueError) as exc:
+    except (DecodeError, ValueError) as exc:
         return Thumbnail(p.camera, p.time_ns, None, problem=f"{p.encoding}: {exc}")
     if frame is None:
         return Thumbnail(p.camera, p.time_ns, None, problem=f"{p.encoding}: no picture decoded")
@@ -243,36 +248,20 @@ def _even(v: float) -> int:
     return max(2, round(v / 2) * 2)
 
 
-def _decode(encoding: str, data: bytes, width: int, height: int) -> av.VideoFrame | None:
+def _decode(encoding: str, data: bytes, width: int, height: int) -> VideoFrame | None:
     if encoding in RAW_FORMATS:
         channels = RAW_CHANNELS[encoding]
         if not width or not height or len(data) < width * height * channels:
             raise ValueError(f"{len(data)} bytes do not hold {width}x{height}x{channels}")
         pixels = np.frombuffer(data, np.uint8, width * height * channels)
         shape = (height, width) if channels == 1 else (height, width, channels)
-        return av.VideoFrame.from_ndarray(pixels.reshape(shape), format=RAW_FORMATS[encoding])
-    codec = CODECS.get(encoding)
-    if codec is None:
+        return frame_from_pixels(pixels.reshape(shape), encoding)
+    if encoding not in CODECS:
         raise ValueError("no decoder for this encoding")
-    ctx = av.CodecContext.create(codec, "r")
-    frames = ctx.decode(av.Packet(data))
-    frames += ctx.decode(None)  # flush: a decoder may hold the picture back
+    ctx = Decoder(encoding)
+    frames = ctx.decode(data)
+    frames += ctx.flush()  # a decoder may hold the picture back
     return frames[-1] if frames else None
-
-
-def encode_image(rgb: np.ndarray, codec: str, quality: int | None = None) -> bytes:
-    """An (h, w, 3) uint8 picture as one JPEG (`mjpeg`, quantizer `quality`) or PNG file."""
-    ctx = av.CodecContext.create(codec, "w")
-    ctx.width, ctx.height = rgb.shape[1], rgb.shape[0]
-    ctx.time_base = Fraction(1, 1)
-    frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-    if codec == "mjpeg":
-        ctx.pix_fmt = "yuvj420p"
-        ctx.options = {"qmin": str(quality), "qmax": str(quality)}
-        frame = frame.reformat(format="yuvj420p")
-    else:
-        ctx.pix_fmt = "rgb24"
-    return b"".join(bytes(p) for p in [*ctx.encode(frame), *ctx.encode(None)])
 
 
 # --- lidar --------------------------------------------------------------------------------

@@ -17,29 +17,30 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from av.video.reformatter import VideoReformatter
 
+from bridge_lake.formats.video import (
+    CODECS,
+    RAW_CHANNELS,
+    STREAMED,
+    DecodeError,
+    Decoder,
+    Reformatter,
+    VideoFrame,
+)
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas.scenes import CAMERA_STATS
 
 THUMB_WIDTH = 160
 """Frames are measured on every k-th pixel (k = width // THUMB_WIDTH) of each axis."""
-CODECS = {"h264": "h264", "tiff": "tiff", "png": "png", "jpeg": "mjpeg"}
-"""Encodings PyAV decodes here; raw pixel encodings are read without a decoder."""
-STREAMED = frozenset({"h264"})
-"""Encodings whose frames depend on earlier ones: every frame is decoded, in order."""
 PLANAR_YUV = frozenset(
     {"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p", "nv12", "nv21"}
 )
 FULL_RANGE_YUV = frozenset({"yuvj420p", "yuvj422p", "yuvj444p"})
 JPEG_RANGE = 2
 """AVCOL_RANGE_JPEG: a YUV picture whose luma already spans 0-255."""
-RAW_CHANNELS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
-"""Raw pixel encodings of camera_frames and their bytes per pixel."""
 RGB_ORDER = {"rgb8": (0, 1, 2), "bgr8": (2, 1, 0), "rgb24": (0, 1, 2), "bgr24": (2, 1, 0)}
 """Packed colour layouts (camera_frames encodings, PyAV formats) → index of R, G, B."""
 
@@ -50,7 +51,7 @@ class _Camera:
     last measured picture and the time of the last kept row."""
 
     stream: str
-    decoder: av.CodecContext | None = None
+    decoder: Decoder | None = None
     pending: set[int] = field(default_factory=set)
     previous: np.ndarray | None = None
     last_kept_ns: int | None = None
@@ -116,9 +117,8 @@ class StatsBuilder:
     def __init__(self, max_rate_hz: float | None = None) -> None:
         self.min_step_ns = round(1e9 / max_rate_hz) if max_rate_hz else 0
         self.cameras: dict[str, _Camera] = {}
-        self.reformatter = VideoReformatter()
-        """one swscale context: building one per frame costs 20x the conversion"""
-        self.intra: dict[str, av.CodecContext] = {}
+        self.reformatter = Reformatter()
+        self.intra: dict[str, Decoder] = {}
         self.out = CameraStats()
 
     def add(
@@ -131,15 +131,12 @@ class StatsBuilder:
             cam.last_kept_ns = time_ns
         if encoding in STREAMED:
             if cam.decoder is None:
-                cam.decoder = av.CodecContext.create(CODECS[encoding], "r")
-                cam.decoder.thread_type = "AUTO"
-            packet = av.Packet(data)
-            packet.pts = time_ns
+                cam.decoder = Decoder(encoding, threaded=True)
             if keep:
                 cam.pending.add(time_ns)
             try:
-                frames = cam.decoder.decode(packet)
-            except av.error.FFmpegError:
+                frames = cam.decoder.decode(data, pts=time_ns)
+            except DecodeError:
                 frames = []
             self._take(camera, cam, frames)
             return
@@ -157,14 +154,14 @@ class StatsBuilder:
         """Flush the decoders; rows still waiting for a picture get null figures."""
         for camera, cam in self.cameras.items():
             if cam.decoder is not None:
-                with contextlib.suppress(av.error.FFmpegError):
-                    self._take(camera, cam, cam.decoder.decode(None))
+                with contextlib.suppress(DecodeError):
+                    self._take(camera, cam, cam.decoder.flush())
             for t in sorted(cam.pending):
                 self.out.add(t, cam.stream, camera, None, None)
             cam.pending.clear()
         return self.out
 
-    def _take(self, camera: str, cam: _Camera, frames: list[av.VideoFrame]) -> None:
+    def _take(self, camera: str, cam: _Camera, frames: list[VideoFrame]) -> None:
         for frame in frames:
             t = frame.pts
             if t is None or t not in cam.pending:  # a row between kept ones: not measured
@@ -186,17 +183,16 @@ class StatsBuilder:
             if channels == 1:
                 return img[:: _step(w), :: _step(w), 0].astype(np.float32)
             return _rgb_luma(img, RGB_ORDER[encoding])
-        codec = CODECS[encoding]
-        ctx = self.intra.get(codec)
+        ctx = self.intra.get(encoding)
         if ctx is None:
-            ctx = self.intra[codec] = av.CodecContext.create(codec, "r")
+            ctx = self.intra[encoding] = Decoder(encoding)
         try:
-            frames = ctx.decode(av.Packet(data))
-        except av.error.FFmpegError:
+            frames = ctx.decode(data)
+        except DecodeError:
             return None
         return self._measure(frames[-1]) if frames else None
 
-    def _measure(self, frame: av.VideoFrame) -> np.ndarray:
+    def _measure(self, frame: VideoFrame) -> np.ndarray:
         """Full-range luma at about THUMB_WIDTH wide, float32."""
         step, name = _step(frame.width), frame.format.name
         if name in PLANAR_YUV or name in RGB_ORDER:
@@ -210,8 +206,7 @@ class StatsBuilder:
             img = rows[:, : frame.width * 3].reshape(frame.height, frame.width, 3)
             return _rgb_luma(img, RGB_ORDER[name])
         size = {"width": max(1, frame.width // step), "height": max(1, frame.height // step)}
-        gray = self.reformatter.reformat(frame, format="gray", **size)
-        return gray.to_ndarray().astype(np.float32)
+        return self.reformatter.to_ndarray(frame, "gray", **size).astype(np.float32)
 
 
 def _step(width: int) -> int:

@@ -24,17 +24,16 @@ field); only the final chunk writes are per sample.
 from __future__ import annotations
 
 import datetime as dt
-import fractions
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import av
 import numpy as np
 
 from bridge_lake.calibrate.rig import SHIPPED_RIGS, load_rig
 from bridge_lake.formats.adtf.samples import Property, StreamType
 from bridge_lake.formats.adtf.writer import DatWriter
+from bridge_lake.formats.video import H264Encoder
 from bridge_lake.geometry import enu_to_geodetic
 
 START = dt.datetime(2024, 5, 14, 9, 30, tzinfo=dt.UTC)
@@ -516,18 +515,8 @@ def _camera_source(
     width, height = 320, 240
     count = int(seconds * fps)
     capture = start + (np.arange(count) * 1_000_000_000) // fps
-    codec = av.CodecContext.create("libx264", "w")
-    codec.width, codec.height, codec.pix_fmt = width, height, "yuv420p"
-    codec.time_base = fractions.Fraction(1, fps)
-    codec.framerate = fps
-    codec.bit_rate = 400_000
     gop = 2 * fps
-    codec.options = {
-        "preset": "ultrafast",
-        "tune": "zerolatency",
-        "threads": "1",
-        "x264-params": f"repeat-headers=1:keyint={gop}:min-keyint={gop}:scenecut=0",
-    }
+    encoder = H264Encoder(width, height, fps, gop, bit_rate=400_000)
     rows = np.arange(height)[:, None]
     cols = np.arange(width)[None, :]
     horizon = height // 2
@@ -549,10 +538,7 @@ def _camera_source(
             img[:, :, 1] += texture
             if black_s is not None and black_s <= sec < black_s + BLACK_S:
                 img[:] = 0
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts = i
-            packets = codec.encode(frame)
-            out.append(b"".join(bytes(p) for p in packets))
+            out.append(encoder.encode(img, i))
         return out
 
     stype = StreamType(

@@ -17,8 +17,9 @@ import pytest
 import bridge_lake.synth.adtf as synth
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import DatWriter, open_dat
+from bridge_lake.formats.video import sps_size
 from bridge_lake.lake import Lake
-from bridge_lake.normalize.adtf import find_recordings, normalize_adtf, sps_size
+from bridge_lake.normalize.adtf import find_recordings, normalize_adtf
 from bridge_lake.normalize.adtf_mapping import AdtfMappingError, load_mapping, parse_mapping
 from bridge_lake.normalize.sink import DriveSink
 from bridge_lake_tests.testdata import ADTF_TESTDATA as TESTDATA
