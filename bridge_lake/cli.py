@@ -72,7 +72,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     not an ADTF recording or cannot be read at all."""
     import json
 
-    from bridge_lake.formats.adtf.info import info_dict, render_info
+    from bridge_lake.adtf_info import render_info
+    from bridge_lake.formats.adtf.info import info_dict
     from bridge_lake.normalize.adtf_mapping_tools import (
         placement_rows,
         placements,

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bridge_lake.adtf_info import render_info
 from bridge_lake.formats.adtf import Property, StreamType, open_dat, parse_ddl
 from bridge_lake.formats.adtf.ddl_convert import convert
 from bridge_lake.formats.adtf.errors import AdtfError, HeaderError
-from bridge_lake.formats.adtf.info import info_dict, render_info
+from bridge_lake.formats.adtf.info import info_dict
 from bridge_lake.formats.adtf.writer import DatWriter
 
 DDL = parse_ddl(

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from bridge_lake.formats.adtf.info import info_dict, render_info
+from bridge_lake.adtf_info import render_info
+from bridge_lake.formats.adtf.info import info_dict
 from bridge_lake.formats.adtf.writer import DatWriter
 from bridge_lake_tests.formats.adtf_support import TESTDATA, expected_files, load_expected
 
@@ -14,7 +15,7 @@ from bridge_lake_tests.formats.adtf_support import TESTDATA, expected_files, loa
 @pytest.mark.parametrize("oracle", expected_files(), ids=lambda p: p.stem)
 def test_info_matches_the_independent_walk(oracle):
     exp = load_expected(oracle)
-    d = info_dict(TESTDATA / exp["file"])
+    d = info_dict(oracle.parent.parent / exp["file"])
     assert json.loads(json.dumps(d)) == d
     walk = exp["ifhd_walk"]
     assert d["version"] == walk["header"]["version"]

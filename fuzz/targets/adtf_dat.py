@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bridge_lake.adtf_info import render_info
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf import open_dat
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl, render_ddl
-from bridge_lake.formats.adtf.info import info_dict, render_info
+from bridge_lake.formats.adtf.info import info_dict
 from fuzz import corpus
 from fuzz.targets import scratch_file
 
