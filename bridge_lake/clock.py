@@ -16,6 +16,8 @@ from bridge_lake.errors import BridgeLakeError
 
 NS_PER_US = 1_000
 NS_PER_S = 1_000_000_000
+TIME_UNITS_NS = {"ns": 1, "us": NS_PER_US, "ms": 1_000_000, "s": NS_PER_S}
+"""Time units by their SI symbol (µs written `us`) → nanoseconds: the one table of them."""
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 MAX_ABS_US = INT64_MAX // NS_PER_US

@@ -25,6 +25,7 @@ import pyarrow as pa
 from scipy.spatial.transform import Rotation
 
 from bridge_lake.calibrate.rig import Rig
+from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.geometry import NED_TO_ENU, enu_to_geodetic, geodetic_to_enu, slerp, wrap_angle
 
@@ -40,7 +41,6 @@ ESTIMATOR_FUSED = (
     f"GNSS + IMU batch complementary smoother (planar; heading window {YAW_WINDOW_S:g} s, "
     f"position window {POSITION_WINDOW_S:g} s)"
 )
-NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def _valid_unique(time_ns: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, i
 def _speed(time_ns: np.ndarray, position: np.ndarray) -> np.ndarray:
     if len(time_ns) < 2:
         return np.zeros(len(time_ns))
-    t = (time_ns - time_ns[0]) / NS
+    t = (time_ns - time_ns[0]) / NS_PER_S
     vx, vy = np.gradient(position[:, 0], t), np.gradient(position[:, 1], t)
     return np.hypot(vx, vy)
 
@@ -196,8 +196,8 @@ def poses_from_gnss_imu(
     t_end = g_time[gi[-1]]
     ii = ii[(w_time[ii] >= t0) & (w_time[ii] <= t_end)]
     times = w_time[ii]
-    t = (times - t0) / NS
-    tg = (g_time[gi] - t0) / NS
+    t = (times - t0) / NS_PER_S
+    tg = (g_time[gi] - t0) / NS_PER_S
 
     alt_g = np.where(np.isfinite(alt[gi]), alt[gi], np.nan)
     origin = (float(lat[gi[0]]), float(lon[gi[0]]), float(np.nan_to_num(alt_g[0], nan=0.0)))
@@ -261,4 +261,4 @@ def _wheel_speed(wheels: pa.Table, times: np.ndarray) -> np.ndarray | None:
     idx, _ = _valid_unique(w_time, np.isfinite(v))
     if len(idx) < 2:
         return None
-    return np.interp((times - times[0]) / NS, (w_time[idx] - times[0]) / NS, v[idx])
+    return np.interp((times - times[0]) / NS_PER_S, (w_time[idx] - times[0]) / NS_PER_S, v[idx])

@@ -5,7 +5,6 @@ Self-contained HTML with inline SVG, like the normalized report beside it in the
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,13 +12,10 @@ import numpy as np
 from bridge_lake.calibrate.drive import CalibrateResult
 from bridge_lake.findings import Finding
 from bridge_lake.normalize.report import CSS
+from bridge_lake.report_page import esc
 
 MAX_TRACK_POINTS = 3000
 SIZE = 520
-
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _scale_bar(extent_m: float) -> float:
@@ -63,8 +59,8 @@ def render_calibrated_report(result: CalibrateResult, findings: Sequence[Finding
     failed = [f for f in findings if not f.passed]
     checks = (
         "".join(
-            f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}'
-            f"{'' if f.error else ' (warning)'}: {_esc(f.summary)}</li>"
+            f'<li class="bad">{esc(f.table)}: {esc(f.check)}'
+            f"{'' if f.error else ' (warning)'}: {esc(f.summary)}</li>"
             for f in failed
         )
         or "<li>all checks passed</li>"
@@ -77,37 +73,37 @@ def render_calibrated_report(result: CalibrateResult, findings: Sequence[Finding
         length = float(np.linalg.norm(np.diff(track.position[:, :2], axis=0), axis=1).sum())
         traj += (
             f"<p>{len(track)} poses over {span:.1f} s, {length:.0f} m driven; source "
-            f"{_esc(track.source)} ({_esc(track.estimator)}); map origin {lat:.7f}°, "
-            f"{lon:.7f}°, {alt:.2f} m ({_esc(track.origin_source)}). Colour: speed, blue slow "
+            f"{esc(track.source)} ({esc(track.estimator)}); map origin {lat:.7f}°, "
+            f"{lon:.7f}°, {alt:.2f} m ({esc(track.origin_source)}). Colour: speed, blue slow "
             f"→ red {float(np.nanmax(track.speed_mps)):.1f} m/s.</p>"
         )
     else:
-        traj = f"<p>No poses: {_esc(result.pose_problem or result.rig_problem)}</p>"
+        traj = f"<p>No poses: {esc(result.pose_problem or result.rig_problem)}</p>"
     tf_rows = ""
     if result.rig is not None:
         for f in result.rig.frames.values():
             t = f.transform.translation
             tf_rows += (
-                f"<tr><td>{_esc(f.parent)}</td><td>{_esc(f.name)}</td><td>{_esc(f.kind)}</td>"
+                f"<tr><td>{esc(f.parent)}</td><td>{esc(f.name)}</td><td>{esc(f.kind)}</td>"
                 f'<td class="num">{t[0]:.3f}, {t[1]:.3f}, {t[2]:.3f}</td></tr>'
             )
     sync_rows = "".join(
-        f"<tr><td>{_esc(p.lidar)}</td><td>{_esc(p.sensor)}</td><td>{_esc(p.table)}</td>"
+        f"<tr><td>{esc(p.lidar)}</td><td>{esc(p.sensor)}</td><td>{esc(p.table)}</td>"
         f'<td class="num">{p.p50_ms:.2f}</td><td class="num">{p.p99_ms:.2f}</td>'
         f'<td class="num">{p.max_ms:.2f}</td><td class="num">{p.tolerance_ms:.2f}</td>'
         f'<td class="num{" bad" if p.outside else ""}">{p.outside}</td></tr>'
         for p in (result.frames.pairs if result.frames else [])
     )
     rig = (
-        f"{_esc(result.rig.vehicle)}, valid from {result.rig.valid_from} ({_esc(result.rig.path)})"
+        f"{esc(result.rig.vehicle)}, valid from {result.rig.valid_from} ({esc(result.rig.path)})"
         if result.rig
-        else _esc(result.rig_problem)
+        else esc(result.rig_problem)
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>bridge_lake: drive {_esc(result.drive)} calibrated</title><style>{CSS}</style></head>
+<title>bridge_lake: drive {esc(result.drive)} calibrated</title><style>{CSS}</style></head>
 <body>
-<h1>Drive {_esc(result.drive)}: calibrated layer</h1>
+<h1>Drive {esc(result.drive)}: calibrated layer</h1>
 <p>Rig: {rig}. Drive date {result.drive_date}. Deskew: {"on" if result.deskew else "off"}.</p>
 <h2>Checks that did not pass</h2><ul id="checks">{checks}</ul>
 <h2>Trajectory (map frame, ENU)</h2>{traj}

@@ -16,13 +16,12 @@ import pyarrow as pa
 
 from bridge_lake.calibrate.poses import PoseTrack
 from bridge_lake.calibrate.transforms import POSE_LIMIT_NS
-from bridge_lake.clock import nearest
+from bridge_lake.clock import NS_PER_S, nearest
 from bridge_lake.lake.schemas.calibrated import FRAMES, MATCH
 
 MATCH_PERIODS = 0.75
 """Tolerance = 0.75 periods: half a period plus room for the jitter of logging hosts."""
 MATCH_TABLES = ("camera_frames", "imu", "gnss")
-NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class StreamTimes:
     @property
     def tolerance_ns(self) -> int:
         if self.rate_hz:
-            return int(MATCH_PERIODS * NS / self.rate_hz)
+            return int(MATCH_PERIODS * NS_PER_S / self.rate_hz)
         if len(self.time_ns) > 1:  # no nominal rate: the median step
             return int(MATCH_PERIODS * np.median(np.diff(self.time_ns)))
         return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
+from bridge_lake.clock import ns_to_ros
 from bridge_lake.export.generic import JsonBuilder, json_schema
 from bridge_lake.export.mapping import (
     JSON_TYPE,
@@ -539,7 +540,7 @@ def export_tum(
 def _tum(path: Path, time_ns: np.ndarray, cols: dict, force: bool) -> Path:
     if path.exists() and not force:
         raise ExportError(f"{path} exists; pass --force to overwrite it")
-    sec, ns = np.divmod(time_ns.astype(np.int64), 1_000_000_000)
+    sec, ns = ns_to_ros(time_ns)
     lines = [
         f"{s}.{n:09d} {x:.6f} {y:.6f} {z:.6f} {a:.9f} {b:.9f} {c:.9f} {d:.9f}"
         for s, n, x, y, z, a, b, c, d in zip(

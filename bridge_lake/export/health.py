@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
 RATE_TOLERANCE = 0.3
 MAX_GAPS_LISTED = 20
-NS = 1_000_000_000
 
 
 class HealthError(BridgeLakeError):
@@ -190,7 +190,7 @@ def _judge(t: TopicHealth, times: np.ndarray, rates: Mapping[str, float]) -> Non
     steps = np.diff(times)
     t.backwards = int((steps < 0).sum())
     if len(times) > 1 and t.last_ns > t.first_ns:
-        t.mean_rate_hz = (len(times) - 1) / ((t.last_ns - t.first_ns) / NS)
+        t.mean_rate_hz = (len(times) - 1) / ((t.last_ns - t.first_ns) / NS_PER_S)
     positive = steps[steps > 0]
     if len(positive) >= 3:
         limit = GAP_FACTOR * float(np.median(positive))
@@ -232,7 +232,7 @@ def _header_stamp(message: object) -> int | None:
 def _time_ns(t: object) -> int | None:
     for sec, nsec in (("sec", "nanosec"), ("secs", "nsecs"), ("seconds", "nanos"), ("sec", "nsec")):
         if hasattr(t, sec) and hasattr(t, nsec):
-            return int(getattr(t, sec)) * NS + int(getattr(t, nsec))
+            return int(getattr(t, sec)) * NS_PER_S + int(getattr(t, nsec))
     return None
 
 
@@ -470,7 +470,7 @@ def render_html(h: FileHealth, bins: int = 200) -> str:
             )
     svg.append(f'<text x="{label}" y="{row * len(topics) + 25}">0 s</text>')
     svg.append(
-        f'<text x="{width - 60}" y="{row * len(topics) + 25}">{span / NS:.1f} s</text></svg>'
+        f'<text x="{width - 60}" y="{row * len(topics) + 25}">{span / NS_PER_S:.1f} s</text></svg>'
     )
     rows = "".join(
         f"<tr><td>{html.escape(t.topic)}</td><td>{html.escape(t.type)}</td>"

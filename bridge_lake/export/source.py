@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from bridge_lake.clock import nearest
+from bridge_lake.clock import NS_PER_S, nearest
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export import messages as msg
 from bridge_lake.export.mapping import TopicRule
@@ -36,7 +36,6 @@ cap (+90 MB from 1.5 to 3 minutes over nine such lanes); serializing is as fast 
 POINT_BATCH_POINTS = 1 << 20
 """Lidar points read per batch: a few revolutions, bounded whatever the drive's length."""
 IMAGE_BATCH_ROWS = 32
-NS = 1_000_000_000
 COV21 = np.array([(i, j) for i in range(6) for j in range(i, 6)])
 """(row, col) of the 21 upper-triangle covariance values the lake stores, row by row."""
 LAYOUTS = {"xyzirt": msg.VELODYNE_XYZIRT, "xyzi": msg.XYZI}
@@ -574,7 +573,7 @@ class PointCloudBuilder(Builder):
         columns["intensity"] = np.nan_to_num(_np(pts, "intensity", np.float32), nan=0.0)
         columns["ring"] = pts.column("ring").fill_null(0).to_numpy().astype(np.uint16)
         columns["time"] = (
-            pts.column("time_offset_ns").fill_null(0).to_numpy().astype(np.float64) / NS
+            pts.column("time_offset_ns").fill_null(0).to_numpy().astype(np.float64) / NS_PER_S
         ).astype(np.float32)
         return self.codec.point_cloud2(
             self.t(scans),

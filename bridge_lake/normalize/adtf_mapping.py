@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from bridge_lake import settings
+from bridge_lake.clock import TIME_UNITS_NS
 from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
 from bridge_lake.errors import BridgeLakeError, DriveMetadataError
 from bridge_lake.lake.schemas import NORMALIZED, SENSOR_TABLES
@@ -56,7 +57,6 @@ DRIVE_KEY = "mapping"
 """drive.yaml key naming the drive's own ADTF mapping file (relative to the drive folder)."""
 MAX_MAPPING_BYTES = 1 << 20
 
-TIME_UNITS_NS: dict[str, int] = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 """Device time units a rule may give, as integer ns factors (no float seconds anywhere)."""
 
 DECODER_TABLES: dict[str, frozenset[str]] = {

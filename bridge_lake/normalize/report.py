@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import html
 import json
 from collections.abc import Mapping, Sequence
 
@@ -26,6 +25,7 @@ from bridge_lake.normalize.previews import (
     nice_floor,
 )
 from bridge_lake.normalize.sink import StreamStats
+from bridge_lake.report_page import BASE_CSS, esc
 
 WIDTH = 900
 ROW = 22
@@ -46,20 +46,14 @@ UNPUBLISHED = "<p>Not shown: blocking checks failed, so this run published no ta
 EARTH_RADIUS_M = 6_371_008.8
 """Mean Earth radius: metres per radian for the track's scale bar (0.5 % is plenty)."""
 
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
-h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
-table { border-collapse: collapse; } td, th { padding: 3px 8px; border-bottom: 1px solid #ddd; }
-th { text-align: left; background: #f4f4f4; } td.num { text-align: right; }
-.bad { color: #b00; font-weight: 600; } svg text { font: 11px system-ui, sans-serif; }
+CSS = (
+    BASE_CSS
+    + """.bad { color: #b00; font-weight: 600; } svg text { font: 11px system-ui, sans-serif; }
 .strip { display: flex; gap: 6px; flex-wrap: wrap; align-items: flex-end; }
 figure { margin: 0; } figcaption { font-size: 11px; color: #555; }
 .camera h3 { font-size: 13px; margin: 12px 0 4px; } #lidar img, #lidar svg { display: block; }
 """
-
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+)
 
 
 def segments(times: np.ndarray, threshold_ns: int | None) -> list[tuple[int, int]]:
@@ -89,7 +83,7 @@ def _timeline(streams: Sequence[StreamStats]) -> str:
         y = 10 + i * ROW
         threshold = s.order.gap_threshold_ns if s.order else None
         name = f"{s.info.table}/{s.info.stream}"
-        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        parts.append(f'<text x="0" y="{y + 13}">{esc(name)}</text>')
         for a, b in segments(s.times[0], threshold):
             x = label_w + (a - t0) / span * plot_w
             w = max((b - a) / span * plot_w, 1.5)
@@ -119,7 +113,7 @@ def _bars(
     for i, (name, v, expected) in enumerate(values):
         y = 5 + i * ROW
         w = scale(v) / top * plot_w
-        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        parts.append(f'<text x="0" y="{y + 13}">{esc(name)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="16" fill="#4e79a7"/>')
         if expected:
             xe = label_w + scale(expected) / top * plot_w
@@ -149,7 +143,7 @@ def _signed_bars(values: list[tuple[str, float]], unit: str, svg_id: str) -> str
         x = label_w + (v - lo) / span * plot_w
         left, w = min(x, zero), max(abs(x - zero), 1.0)
         color = "#e15759" if v < 0 else "#4e79a7"
-        parts.append(f'<text x="0" y="{y + 13}">{_esc(name)}</text>')
+        parts.append(f'<text x="0" y="{y + 13}">{esc(name)}</text>')
         parts.append(
             f'<rect x="{left:.1f}" y="{y}" width="{w:.1f}" height="16" fill="{color}" '
             f'data-value="{v:.6g}"/>'
@@ -214,12 +208,12 @@ def _thumb(t: Thumbnail, t0: int | None) -> str:
     rel = f"{(t.time_ns - t0) / clock.NS_PER_S:+.1f} s" if t0 is not None else ""
     if t.jpeg is None:
         return (
-            f'<figure class="undecoded"><div>not decoded: {_esc(t.problem)}</div>'
+            f'<figure class="undecoded"><div>not decoded: {esc(t.problem)}</div>'
             f"<figcaption>{rel}</figcaption></figure>"
         )
     return (
         f'<figure><img class="thumb" src="{_data_uri("image/jpeg", t.jpeg)}" '
-        f'width="{t.width}" height="{t.height}" alt="{_esc(t.camera)} {rel}" '
+        f'width="{t.width}" height="{t.height}" alt="{esc(t.camera)} {rel}" '
         f'title="{_utc(t.time_ns)}"><figcaption>{rel}</figcaption></figure>'
     )
 
@@ -231,13 +225,13 @@ def _cameras(preview: CameraPreview | None, t0: int | None) -> str:
     for t in preview.thumbnails:
         by_camera.setdefault(t.camera, []).append(t)
     blocks = [
-        f'<div class="camera"><h3>{_esc(c)}</h3><div class="strip">'
+        f'<div class="camera"><h3>{esc(c)}</h3><div class="strip">'
         + "".join(_thumb(t, t0) for t in thumbs)
         + "</div></div>"
         for c, thumbs in by_camera.items()
     ]
     left = [c for c in preview.cameras if c not in by_camera]
-    note = f"<p>No thumbnails for: {_esc(', '.join(left))}.</p>" if left else ""
+    note = f"<p>No thumbnails for: {esc(', '.join(left))}.</p>" if left else ""
     return (
         f'<div id="cameras">{"".join(blocks)}</div>{note}'
         f"<p>{len(preview.thumbnails)} frames of {len(preview.cameras)} cameras, upright, "
@@ -272,9 +266,9 @@ def _lidar(preview: LidarPreview | None, t0: int | None) -> str:
         f'<figure id="lidar"><img id="lidar-preview" '
         f'src="{_data_uri("image/png", preview.png)}" width="{LIDAR_SIZE}" '
         f'height="{LIDAR_SIZE}" alt="lidar scan {preview.scan_id} from above">{legend}'
-        f"<figcaption>{_esc(preview.stream)} scan {preview.scan_id} at "
+        f"<figcaption>{esc(preview.stream)} scan {preview.scan_id} at "
         f"{_utc(preview.time_ns)}{rel}: {preview.points:,} points, {preview.shown:,} inside "
-        f"±{preview.half_extent_m:g} m; in {_esc(preview.frame)}, x up, y to the left, the "
+        f"±{preview.half_extent_m:g} m; in {esc(preview.frame)}, x up, y to the left, the "
         f"red cross at the origin; colour: height z, low dark blue to high yellow."
         f"</figcaption></figure>"
     )
@@ -321,8 +315,8 @@ def render_report(
         o = s.order
         cls = "" if s.conserved else ' class="bad"'
         rows.append(
-            f"<tr><td>{_esc(s.info.target)}</td><td>{_esc(s.info.table)}</td>"
-            f"<td>{_esc(s.info.stream)}</td><td>{_esc(s.info.mapping or '')}</td>"
+            f"<tr><td>{esc(s.info.target)}</td><td>{esc(s.info.table)}</td>"
+            f"<td>{esc(s.info.stream)}</td><td>{esc(s.info.mapping or '')}</td>"
             f'<td class="num">{s.records_read}</td><td class="num">{s.rows_written}</td>'
             f'<td class="num"{cls}>{s.rows_quarantined}</td>'
             f'<td class="num">{(s.mean_rate_hz or 0):.2f}</td>'
@@ -334,8 +328,8 @@ def render_report(
     failed = [f for f in findings if not getattr(f, "passed", True)]
     checks = (
         "".join(
-            f'<li class="bad">{_esc(f.table)}: {_esc(f.check)}'
-            f"{'' if getattr(f, 'error', True) else ' (warning)'}: {_esc(_reason(f))}</li>"
+            f'<li class="bad">{esc(f.table)}: {esc(f.check)}'
+            f"{'' if getattr(f, 'error', True) else ' (warning)'}: {esc(_reason(f))}</li>"
             for f in failed
         )
         or "<li>all checks passed</li>"
@@ -351,7 +345,7 @@ def render_report(
     t0 = min(firsts) if firsts else None
     facts = {k: v for k, v in (meta or {}).items() if v not in (None, "", [], ())}
     facts_html = "".join(
-        f"<tr><th>{_esc(k)}</th><td>{_esc(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
+        f"<tr><th>{esc(k)}</th><td>{esc(', '.join(v) if isinstance(v, list) else v)}</td></tr>"
         for k, v in facts.items()
     )
     facts_html += (
@@ -359,8 +353,8 @@ def render_report(
         f"<tr><th>end (UTC)</th><td>{_utc(max(lasts) if lasts else None)}</td></tr>"
     )
     file_rows = "".join(
-        f'<tr><td>{_esc(f.get("path"))}</td><td class="num">{int(f.get("size_bytes") or 0):,}'
-        f"</td><td>{_esc(f.get('format'))}</td><td>{_esc(f.get('problem') or '')}</td></tr>"
+        f'<tr><td>{esc(f.get("path"))}</td><td class="num">{int(f.get("size_bytes") or 0):,}'
+        f"</td><td>{esc(f.get('format'))}</td><td>{esc(f.get('problem') or '')}</td></tr>"
         for f in files
     )
     clocks = {
@@ -369,18 +363,18 @@ def render_report(
         if s.info.recording_clock
     }
     clock_rows = "".join(
-        f'<tr><td>{_esc(f)}</td><td class="num">{o / 1e9:.6f}</td><td>{_esc(m)}</td></tr>'
+        f'<tr><td>{esc(f)}</td><td class="num">{o / 1e9:.6f}</td><td>{esc(m)}</td></tr>'
         for f, o, m in sorted(clocks, key=lambda c: c[0])
     )
     reasons = "".join(
-        f'<tr><td>{_esc(r)}</td><td class="num">{n}</td></tr>'
+        f'<tr><td>{esc(r)}</td><td class="num">{n}</td></tr>'
         for r, n in sorted((quarantine_reasons or {}).items(), key=lambda x: -x[1])
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>bridge_lake: drive {_esc(drive_id)}</title><style>{CSS}</style></head>
+<title>bridge_lake: drive {esc(drive_id)}</title><style>{CSS}</style></head>
 <body>
-<h1>Drive {_esc(drive_id)}: normalized layer</h1>
+<h1>Drive {esc(drive_id)}: normalized layer</h1>
 <table id="facts">{facts_html}</table>
 <h2>Checks that did not pass</h2><ul id="checks">{checks}</ul>
 <h2>Stream timeline</h2>{_timeline(streams)}

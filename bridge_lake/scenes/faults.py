@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from bridge_lake.clock import NS_PER_S, NS_PER_US, TIME_UNITS_NS
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.mcap_writer import McapWriter
 from bridge_lake.yaml_input import safe_load
@@ -73,7 +74,8 @@ SENSOR_TYPES: dict[str, tuple[str, ...]] = {
 BLACKABLE = ("sensor_msgs/msg/Image",)
 """Raw pixels: zero bytes are black in every encoding the exports write (rgb8, bgr8, mono8)."""
 FAULTS_METADATA = "bridge_lake.faults"
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60 * 10**9}
+_UNITS = {**TIME_UNITS_NS, "µs": NS_PER_US, "min": 60 * NS_PER_S}
+"""Duration units of the fault grammar: the clock's, plus `µs` and `min`."""
 _DURATION = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min)$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
@@ -648,7 +650,7 @@ def _tf_stamps(data: bytes, cdr: bool) -> list[int]:
 
 def read_stamp(data: bytes, pos: int, encoding: str) -> int:
     sec, nsec = struct.unpack_from("<iI" if encoding == "cdr" else "<II", data, pos)
-    return sec * 1_000_000_000 + nsec
+    return sec * NS_PER_S + nsec
 
 
 def shift_stamps(data: bytes, positions: Sequence[int], shift_ns: int, encoding: str) -> bytes:
@@ -656,7 +658,7 @@ def shift_stamps(data: bytes, positions: Sequence[int], shift_ns: int, encoding:
     out = bytearray(data)
     fmt = "<iI" if encoding == "cdr" else "<II"
     for pos in positions:
-        sec, nsec = divmod(read_stamp(data, pos, encoding) + shift_ns, 1_000_000_000)
+        sec, nsec = divmod(read_stamp(data, pos, encoding) + shift_ns, NS_PER_S)
         struct.pack_into(fmt, out, pos, sec, nsec)
     return bytes(out)
 

@@ -8,12 +8,12 @@ profile along the path (recorded speed and the limited profile) and the checklis
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 
 from bridge_lake.findings import Finding
+from bridge_lake.report_page import BASE_CSS, esc
 from bridge_lake.waypoints.csv import KMH_PER_MPS
 from bridge_lake.waypoints.path import Waypoints
 
@@ -28,17 +28,10 @@ BINS = 24
 """Colour steps of the velocity; one SVG polyline per run of equal colour."""
 MAX_LINE_POINTS = 4000
 """Longer routes are drawn through every k-th waypoint (stops and flags are all drawn)."""
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
-h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
-table { border-collapse: collapse; } td, th { padding: 3px 8px; border-bottom: 1px solid #ddd; }
-th { text-align: left; background: #f4f4f4; } td.num { text-align: right; }
-.bad { color: #b00; font-weight: 600; } .warn { color: #a60; } svg text { font: 11px sans-serif; }
-"""
-
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+CSS = BASE_CSS + (
+    ".bad { color: #b00; font-weight: 600; } .warn { color: #a60; } "
+    "svg text { font: 11px sans-serif; }\n"
+)
 
 
 def _colour(fraction: np.ndarray) -> list[str]:
@@ -88,7 +81,7 @@ def waypoints_svg(wp: Waypoints, title: str = "") -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" id="waypoints" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" style="border:1px solid #ddd">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{MARGIN}" y="16">{_esc(title)}</text>' if title else "",
+        f'<text x="{MARGIN}" y="16">{esc(title)}</text>' if title else "",
     ]
     parts += [
         f'<polyline points="{" ".join(pts[a : b + 1])}" fill="none" '
@@ -181,25 +174,25 @@ def render_report(
     status = {(True, True): ("", "ok"), (True, False): ("", "ok")}
     status |= {(False, True): ("bad", "FAILED"), (False, False): ("warn", "warning")}
     rows = "".join(
-        f'<tr><td>{_esc(f.check)}</td><td class="{status[f.passed, f.error][0]}">'
-        f"{status[f.passed, f.error][1]}</td><td>{_esc(f.summary)}</td></tr>"
+        f'<tr><td>{esc(f.check)}</td><td class="{status[f.passed, f.error][0]}">'
+        f"{status[f.passed, f.error][1]}</td><td>{esc(f.summary)}</td></tr>"
         for f in findings
     )
     params = "".join(
-        f'<tr><td>{_esc(k)}</td><td class="num">{v:g}</td></tr>'
+        f'<tr><td>{esc(k)}</td><td class="num">{v:g}</td></tr>'
         for k, v in wp.params.to_dict().items()
     )
     st = wp.stats
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>bridge_lake: drive {_esc(drive)} waypoints</title><style>{CSS}</style></head>
+<title>bridge_lake: drive {esc(drive)} waypoints</title><style>{CSS}</style></head>
 <body>
-<h1>Drive {_esc(drive)}: Autoware waypoints</h1>
+<h1>Drive {esc(drive)}: Autoware waypoints</h1>
 <p>{len(wp)} waypoints over {wp.length_m:.1f} m ({wp.spacing_m:.3f} m apart), {len(wp.stops)}
-stop(s); from {_esc(wp.source)}: {st.get("poses_used", "?")} of {st.get("poses", "?")} poses
+stop(s); from {esc(wp.source)}: {st.get("poses_used", "?")} of {st.get("poses", "?")} poses
 after dropping {st.get("trimmed_start_s", 0)} s standing at the start and
 {st.get("trimmed_end_s", 0)} s at the end. CSV (x, y, z in the drive's map frame, yaw rad,
-velocity km/h, change_flag): <a href="{_esc(csv_url)}">{_esc(csv_url)}</a></p>
+velocity km/h, change_flag): <a href="{esc(csv_url)}">{esc(csv_url)}</a></p>
 <h2>Path (map frame; colour: velocity; red octagons: stops; dots: change_flag 1)</h2>{svg}
 <h2>Velocity along the path (grey recorded, blue waypoints, km/h)</h2>{profile_svg(wp)}
 <h2>Checklist</h2>
@@ -212,8 +205,8 @@ def render_no_route(drive: str, reason: str) -> str:
     """The waypoint page of a drive that has no route to write."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>bridge_lake: drive {_esc(drive)} waypoints</title><style>{CSS}</style></head>
+<title>bridge_lake: drive {esc(drive)} waypoints</title><style>{CSS}</style></head>
 <body>
-<h1>Drive {_esc(drive)}: Autoware waypoints</h1>
-<p class="warn" id="no-route">No waypoints: {_esc(reason)}</p>
+<h1>Drive {esc(drive)}: Autoware waypoints</h1>
+<p class="warn" id="no-route">No waypoints: {esc(reason)}</p>
 </body></html>"""

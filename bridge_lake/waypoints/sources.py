@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bridge_lake.clock import NS_PER_S
 from bridge_lake.lake import Lake
 from bridge_lake.waypoints.path import PoseTrack, WaypointError
 
-NS = 1_000_000_000
 POSE_TYPES = (
     "geometry_msgs/msg/PoseStamped",
     "geometry_msgs/msg/PoseWithCovarianceStamped",
@@ -240,7 +240,7 @@ def _ros2_name(name: str) -> str:
 
 
 def _stamp(header, log_ns: int) -> int:
-    ns = int(header.stamp.sec) * NS + int(header.stamp.nanosec)
+    ns = int(header.stamp.sec) * NS_PER_S + int(header.stamp.nanosec)
     return ns if ns > 0 else int(log_ns)
 
 

@@ -25,7 +25,6 @@ from bridge_lake.clock import ns_to_ros
 from bridge_lake.export.messages import arguments as arg
 
 ENCAPSULATION_CDR_LE = b"\x00\x01\x00\x00"
-NS_PER_S = 1_000_000_000
 
 U1, U2, U4 = np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4")
 I1, I4 = np.dtype("<i1"), np.dtype("<i4")

@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
+from bridge_lake.clock import ns_to_ros
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5  # wire types
-NS_PER_S = 1_000_000_000
 MAX_VARINT_BYTES = 10
 
 
@@ -151,7 +151,7 @@ class Fields:
     def timestamp(self, number: int, stamp_ns: np.ndarray) -> None:
         """A google.protobuf.Timestamp from int64 ns: seconds by floor division, so nanos is
         0 .. 999,999,999 also before 1970, as the Timestamp type requires."""
-        seconds, nanos = np.divmod(stamp_ns, NS_PER_S)
+        seconds, nanos = ns_to_ros(stamp_ns)
         stamp = Fields(self.n)
         stamp.varint(1, seconds)
         stamp.varint(2, nanos)
