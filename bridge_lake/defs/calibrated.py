@@ -17,12 +17,12 @@ from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.findings import Finding
+from bridge_lake.lake.paths import report_path
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.lake.schemas.calibrated import CALIBRATED
 from bridge_lake.progress import Progress
 
 PREFIX = "calibrated_"
-REPORT_PATH = "reports/drive={drive}/calibrated.html"
 TABLE_OF_ASSET = {"map_origin": "poses"}
 """Tables written beside another asset's table (map_origin is part of calibrated_poses)."""
 ASSET_TABLES = [name for name in CALIBRATED if name not in TABLE_OF_ASSET]
@@ -112,7 +112,7 @@ def calibrated(
     )
     progress.done()
     html = render_calibrated_report(result, found)
-    report = store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
+    report = store.url(store.write_bytes(report_path(drive, "calibrated"), html.encode()))
     context.log.info(
         f"drive {drive}: rig {result.rig.path if result.rig else result.rig_problem}; "
         f"{result.table_rows}; report {report}"

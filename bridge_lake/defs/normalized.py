@@ -22,6 +22,7 @@ from bridge_lake.detect import RECORDING_FORMATS
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.geometry.rotations import Transform
 from bridge_lake.lake import Lake
+from bridge_lake.lake.paths import report_path
 from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, RAW_DRIVES, RAW_MANIFEST, STREAMS
 from bridge_lake.normalize import quality
 from bridge_lake.normalize.adtf import normalize_adtf
@@ -38,7 +39,6 @@ def asset_name(table: str) -> str:
     return f"{PREFIX}{table}"
 
 
-REPORT_PATH = "reports/drive={drive}/normalized.html"
 REPORT_FACTS = ("vehicle", "source", "recorded_at", "operator", "route", "weather", "notes", "tags")
 """drive.yaml facts the report shows."""
 
@@ -95,7 +95,7 @@ def write_report(
         lidar=lidar,
         published=published,
     )
-    return store.url(store.write_bytes(REPORT_PATH.format(drive=drive), html.encode()))
+    return store.url(store.write_bytes(report_path(drive, "normalized"), html.encode()))
 
 
 def _lidar_to_base(store: Lake, drive: str, meta: dict) -> Callable[[str], Transform | None] | None:

@@ -72,6 +72,12 @@ def exports_dir(root: str, drive_id: str) -> str:
     return posixpath.join(root.rstrip("/"), "exports", f"drive={validate_drive_id(drive_id)}")
 
 
+def report_path(drive_id: str, page: str) -> str:
+    """`reports/drive=<drive_id>/<page>.html`, relative to the lake root: a drive's HTML
+    report of one layer (normalized, calibrated, waypoints)."""
+    return f"reports/drive={validate_drive_id(drive_id)}/{validate_name('report', page)}.html"
+
+
 def safe_relative(path: str) -> str:
     """Normalise a relative POSIX path from input and refuse anything that leaves its root."""
     norm = posixpath.normpath(path.replace("\\", "/"))

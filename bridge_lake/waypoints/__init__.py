@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bridge_lake.findings import Finding
 from bridge_lake.lake import Lake
+from bridge_lake.lake.paths import report_path
 from bridge_lake.waypoints.checklist import CHECKS, check_waypoints, render_checklist
 from bridge_lake.waypoints.csv import HEADER, KMH_PER_MPS, read_csv, render_csv, write_atomic
 from bridge_lake.waypoints.path import (
@@ -36,7 +37,6 @@ from bridge_lake.waypoints.sources import WaypointSourceError, poses_from_bag, p
 
 CSV_PATH = "exports/drive={drive}/waypoints.csv"
 SVG_PATH = "exports/drive={drive}/waypoints.svg"
-REPORT_PATH = "reports/drive={drive}/waypoints.html"
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def lake_waypoints(lake: Lake, drive: str, params: WaypointParams | None = None)
     csv_url = lake.url(lake.write_bytes(CSV_PATH.format(drive=drive), render_csv(wp)))
     svg_url = lake.url(lake.write_bytes(SVG_PATH.format(drive=drive), svg.encode()))
     page = render_report(drive, wp, findings, f"../../exports/drive={drive}/waypoints.csv", svg)
-    report = lake.url(lake.write_bytes(REPORT_PATH.format(drive=drive), page.encode()))
+    report = lake.url(lake.write_bytes(report_path(drive, "waypoints"), page.encode()))
     return WaypointFiles(wp, findings, csv_url, svg_url, report)
 
 
@@ -76,7 +76,7 @@ def lake_no_route(lake: Lake, drive: str, reason: str) -> str:
         if lake.fs.exists(target):
             lake.fs.rm(target)
     page = render_no_route(drive, reason)
-    return lake.url(lake.write_bytes(REPORT_PATH.format(drive=drive), page.encode()))
+    return lake.url(lake.write_bytes(report_path(drive, "waypoints"), page.encode()))
 
 
 def file_waypoints(wp: Waypoints, out: str | os.PathLike) -> WaypointFiles:
@@ -96,7 +96,6 @@ __all__ = [
     "CSV_PATH",
     "HEADER",
     "KMH_PER_MPS",
-    "REPORT_PATH",
     "SVG_PATH",
     "PoseTrack",
     "WaypointError",
