@@ -4,7 +4,7 @@ from its known trajectory, decoded by readers we did not write; covariances say 
 never zeros-with-certainty.
 
 Oracles (files the generator wrote, not the lake): wheels.csv, left/right speeds of the known
-speed and heading rate (v = (l + r) / 2, σ ≈ 7 mm/s); kvh.csv, the integrated heading without
+speed and heading rate (v = (l + r) / 2, sd ≈ 7 mm/s); kvh.csv, the integrated heading without
 noise (its derivative is the heading rate). Synthetic odometry is the truth scaled by 1.01.
 Measured on a 1.5-min drive with the planted loop (seed 3): forward speed off the wheels by
 4.7 mm/s median, 27 mm/s max; yaw rate off the KVH by 0.08 mrad/s median, 0.5 mrad/s at the
@@ -131,7 +131,7 @@ def test_twist_is_the_known_motion(exported, motion, topic, enc):
     assert np.isfinite(ang[ok]).all()
     speed = ODOMETRY_SCALE[topic] * np.interp(t[ok], *motion["speed"])
     assert speed.max() > 1.0  # the drive moves
-    # forward speed in the body x axis; the wheels' own noise is σ ≈ 7 mm/s
+    # forward speed in the body x axis; the wheels' own noise is sd ≈ 7 mm/s
     err = np.abs(lin[ok, 0] - speed)
     assert np.median(err) < 0.01 and err.max() < 0.05
     assert np.abs(lin[ok, 1]).max() < 0.01  # no sideways slip

@@ -56,7 +56,7 @@ def test_tilted_body_velocity_in_its_own_axes():
 
 
 def test_invalid_rows_gaps_and_repeats():
-    t, pos, heading, v, w = circle(n=50)
+    t, pos, heading, v, _ = circle(n=50)
     zero = np.zeros(len(t))
     pos[10] = np.nan  # an invalid ground-truth row: NaN itself, neighbours bridge it
     t[30:] += 5 * NS  # a 5 s logging gap between rows 29 and 30
