@@ -12,7 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
-TWIST_MAX_GAP_NS = 1_000_000_000
+from bridge_lake.clock import NS_PER_S
+
+TWIST_MAX_GAP_NS = NS_PER_S
 """Neighbours further apart than this (a logging gap, a run of invalid rows) are not
 differenced across: the motion in between is unknown. NCLT's slowest pose stream (odometry_mu,
 5 Hz) is 0.2 s apart."""
@@ -56,7 +58,7 @@ def body_twist(
     hi = np.where(np.concatenate([near, [False]]), k + 1, k)
     usable = hi > lo
     k, lo, hi = k[usable], lo[usable], hi[usable]
-    dt = (tv[hi] - tv[lo]).astype(np.float64)[:, None] / 1e9
+    dt = (tv[hi] - tv[lo]).astype(np.float64)[:, None] / NS_PER_S
     rot = Rotation.from_euler("xyz", angles[rows])
     here = rot[k].inv()
     linear[rows[k]] = here.apply((pos[rows[hi]] - pos[rows[lo]]) / dt)
