@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 from bridge_lake.clock import NS_PER_S
 
 TWIST_MAX_GAP_NS = NS_PER_S
-"""Neighbours further apart than this (a logging gap, a run of invalid rows) are not
+"""Neighbours further apart than this (a logging gap, a long run of invalid rows) are not
 differenced across: the motion in between is unknown. NCLT's slowest pose stream (odometry_mu,
 5 Hz) is 0.2 s apart."""
 

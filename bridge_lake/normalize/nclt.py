@@ -347,10 +347,9 @@ def _with_twist(poses: pl.DataFrame) -> pl.DataFrame:
     of the very pose it travels with (integrating it gives the pose back), exists for the
     ground truth too, and needs neither a time join with the 45 Hz wheel rows nor the wheel
     track (which a rig file does not hold). Null where a pose is invalid or isolated."""
-    col = {c: poses.get_column(c).to_numpy() for c in ("x_m", "y_m", "z_m")}
     linear, angular = body_twist(
         poses.get_column("time_ns").to_numpy(),
-        np.stack([col["x_m"], col["y_m"], col["z_m"]], axis=-1),
+        np.stack([poses.get_column(c).to_numpy() for c in ("x_m", "y_m", "z_m")], axis=-1),
         *(poses.get_column(c).to_numpy() for c in ("roll_rad", "pitch_rad", "yaw_rad")),
     )
     return poses.with_columns(
