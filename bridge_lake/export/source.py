@@ -368,23 +368,34 @@ def _quaternions(rows: pa.Table) -> np.ndarray:
 
 
 class OdometryBuilder(Builder):
+    """normalized/odometry or ground_truth rows (pose, 21-value covariance, twist in the child
+    frame) or calibrated/poses rows → nav_msgs/Odometry. What the lake does not know (a null
+    covariance or twist, every twist covariance, calibrated/poses' twist) goes out as
+    UNKNOWN_COVARIANCE, never as zeros, which would claim "exact"; a null twist is NaN."""
+
     def __init__(self, lake, drive, lane, ros, shift_ns=0, codec=msg) -> None:
         super().__init__(lake, drive, lane, ros, shift_ns, codec)
         self.poses = lane.rule.table == "calibrated/poses"
         self.columns = (
             ["time_ns", "x_m", "y_m", "z_m", "qx", "qy", "qz", "qw"]
             if self.poses
-            else ["time_ns", "x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad", "covariance"]
+            else [
+                "time_ns",
+                *("x_m", "y_m", "z_m", "roll_rad", "pitch_rad", "yaw_rad", "covariance"),
+                *(f"{v}_{a}" for v in ("linear_velocity", "angular_velocity") for a in "xyz"),
+            ]
         )
 
     def build(self, rows: pa.Table) -> msg.Serialized:
         pos = np.stack([_np(rows, c) for c in ("x_m", "y_m", "z_m")], -1)
+        twist: dict[str, np.ndarray | None] = {"linear_velocity": None, "angular_velocity": None}
         if self.poses:
             q = np.stack([_np(rows, c) for c in ("qx", "qy", "qz", "qw")], -1)
             cov = None
         else:
             q = _quaternions(rows)
             cov = _covariance36(rows.column("covariance"))
+            twist = {name: _vec(rows, name) for name in twist}  # nulls arrive as NaN
         return self.codec.odometry(
             self.t(rows),
             self.lane.frame_id,
@@ -392,15 +403,16 @@ class OdometryBuilder(Builder):
             position=pos,
             orientation=q,
             pose_covariance=cov,
+            **twist,
             ros=self.ros,
         )
 
 
 def _covariance36(column: pa.ChunkedArray) -> np.ndarray:
-    """The lake's 21 upper-triangle values per row → full symmetric 6x6 (null → zeros)."""
+    """The lake's 21 upper-triangle values per row → full symmetric 6x6 (null → unknown)."""
     arr = column.combine_chunks()
     n = len(arr)
-    out = np.zeros((n, 6, 6))
+    out = np.tile(msg.UNKNOWN_COVARIANCE.reshape(6, 6), (n, 1, 1))
     if n and arr.null_count < n:
         valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
         values = np.asarray(arr.flatten().to_numpy(zero_copy_only=False), np.float64)

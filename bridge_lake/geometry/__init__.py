@@ -33,15 +33,18 @@ from bridge_lake.geometry.rotations import (
     transform_points,
     wrap_angle,
 )
+from bridge_lake.geometry.twist import TWIST_MAX_GAP_NS, body_twist
 
 __all__ = [
     "FRD_TO_FLU",
     "NED_TO_ENU",
     "OPTICAL_IN_BODY",
+    "TWIST_MAX_GAP_NS",
     "WGS84",
     "Ellipsoid",
     "LinearizedNed",
     "Transform",
+    "body_twist",
     "enu_to_geodetic",
     "geodetic_to_enu",
     "is_rotation_matrix",

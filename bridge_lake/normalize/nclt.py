@@ -32,7 +32,9 @@ Units and frames (sensor frames as NCLT defines them; REP-103 is the calibrated 
 ms25 in its body axes (x forward, y right, z down, `frame_id` "ms25"), magnetic field
 Gauss x 1e-4 → tesla; gps lat/lon rad → deg, track deg → rad, NaN altitude → null,
 num_sats 0 → null ("not reported", spec §4), both rows of the mode-2/mode-3 pairs kept;
-odometry and ground truth poses in their own NED-like world frames (`odom_ned`, `world_ned`);
+odometry and ground truth poses in their own NED-like world frames (`odom_ned`, `world_ned`),
+each pose row with its twist in the body axes (x forward, y right, z down) from the pose
+derivative (`_with_twist`);
 lidar points in the NCLT Velodyne frame (z down); Hokuyo ranges in each sensor's frame;
 Ladybug3 images kept as TIFF bytes, `rotate_cw_deg` 90.
 
@@ -50,12 +52,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from bridge_lake import clock
 from bridge_lake.formats.nclt import NcltSession, load_table, locate_session
 from bridge_lake.formats.nclt.archives import unpacked
 from bridge_lake.formats.nclt.csv_tables import COV, CsvTable
+from bridge_lake.geometry import body_twist
 from bridge_lake.normalize.nclt_sensors import (
     LidarCounts,
     normalize_hokuyo,
@@ -325,14 +329,36 @@ def _odometry(cov_kind: str) -> Callable[[pl.DataFrame, dict, NcltReport], pl.Da
             f"{cov_kind}→{mu_kind}",
             report,
         )
-        return frame.select(
-            *_base(ODOM_FRAME),
-            pl.lit(BODY_FRAME).alias("child_frame_id"),
-            *_pose(),
-            pl.col("covariance"),
+        return _with_twist(
+            frame.select(
+                *_base(ODOM_FRAME),
+                pl.lit(BODY_FRAME).alias("child_frame_id"),
+                *_pose(),
+                pl.col("covariance"),
+            )
         )
 
     return build
+
+
+def _with_twist(poses: pl.DataFrame) -> pl.DataFrame:
+    """Pose rows (time-sorted) with the twist nav_msgs/Odometry carries: the body's velocity in
+    its own axes, from the pose derivative. Not from wheels.csv: the derivative is the motion
+    of the very pose it travels with (integrating it gives the pose back), exists for the
+    ground truth too, and needs neither a time join with the 45 Hz wheel rows nor the wheel
+    track (which a rig file does not hold). Null where a pose is invalid or isolated."""
+    linear, angular = body_twist(
+        poses.get_column("time_ns").to_numpy(),
+        np.stack([poses.get_column(c).to_numpy() for c in ("x_m", "y_m", "z_m")], axis=-1),
+        *(poses.get_column(c).to_numpy() for c in ("roll_rad", "pitch_rad", "yaw_rad")),
+    )
+    return poses.with_columns(
+        *(
+            pl.Series(f"{name}_{axis}", values[:, i], dtype=pl.Float64, nan_to_null=True)
+            for name, values in (("linear_velocity", linear), ("angular_velocity", angular))
+            for i, axis in enumerate("xyz")
+        )
+    )
 
 
 def _odometry_cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
@@ -347,12 +373,14 @@ def _groundtruth(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.Da
     cov = tables.get("cov")
     frame = _exact_join(frame, cov, _covariance(), "covariance", "cov→groundtruth", report)
     nodes = cov.frame.get_column("utime") if cov is not None else pl.Series([], dtype=pl.Int64)
-    return frame.select(
-        *_base(GT_FRAME),
-        pl.lit(BODY_FRAME).alias("child_frame_id"),
-        *_pose(),
-        pl.col("covariance"),
-        pl.col("utime").is_in(nodes.implode()).alias("is_node"),
+    return _with_twist(
+        frame.select(
+            *_base(GT_FRAME),
+            pl.lit(BODY_FRAME).alias("child_frame_id"),
+            *_pose(),
+            pl.col("covariance"),
+            pl.col("utime").is_in(nodes.implode()).alias("is_node"),
+        )
     )
 
 

@@ -6,7 +6,10 @@ reader and decoded with rosbags' CDR / ROS 1 deserializers. Pose topics may be
 geometry_msgs/PoseStamped, PoseWithCovarianceStamped, nav_msgs/Odometry (its twist gives the
 speed) or tf2_msgs/TFMessage (one frame pair, map → base_link unless told otherwise); an
 optional velocity topic (TwistStamped, TwistWithCovarianceStamped or Odometry) gives the speed
-instead. Times are header stamps (the log time where a stamp is zero).
+instead. A twist that is zero on every message (many writers leave it unset, as this project's
+own exports did before they carried one) or NaN is no speed: the waypoints then take it from
+the pose differences, and the track's source says so. Times are header stamps (the log time
+where a stamp is zero).
 
 A missing topic, a topic of another type, an empty topic or a TF stream without the frame
 pair is an error naming what the file does have: an empty waypoint file is never written.
@@ -100,7 +103,7 @@ def poses_from_bag(
         raise WaypointSourceError(f"{path}: topic {pose_topic} has no messages")
     arr = np.array(poses, dtype=np.float64)
     time_ns = np.array([p[0] for p in poses], dtype=np.int64)
-    speed = arr[:, 4]
+    speed, speed_topic = arr[:, 4], pose_topic
     if velocity_topic is not None:
         if not twists:
             raise WaypointSourceError(f"{path}: velocity topic {velocity_topic} has no messages")
@@ -109,8 +112,24 @@ def poses_from_bag(
         speed = np.interp(
             time_ns.astype(np.float64), tw[order, 0], tw[order, 1], left=np.nan, right=np.nan
         )
+        speed_topic = velocity_topic
         where += f" (speed from {velocity_topic})"
+    if pose_type == "nav_msgs/msg/Odometry" or velocity_topic is not None:
+        speed, note = _unset_twist(speed, speed_topic)
+        where += note
     return PoseTrack(time_ns, arr[:, 1], arr[:, 2], arr[:, 3], speed, where)
+
+
+def _unset_twist(speed: np.ndarray, topic: str) -> tuple[np.ndarray, str]:
+    """A twist zero on every message (or NaN) was never filled in: unknown speed (NaN), which
+    the path derives from the pose differences, rather than "the vehicle never moves"."""
+    known = speed[np.isfinite(speed)]
+    if known.size and (known != 0).any():
+        return speed, ""
+    why = "zero on every message" if known.size else "absent (NaN)"
+    return np.full(
+        speed.shape, np.nan
+    ), f" (speed from pose differences: the twist of {topic} is {why})"
 
 
 # --- reading --------------------------------------------------------------------------------

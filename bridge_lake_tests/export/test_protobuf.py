@@ -137,6 +137,8 @@ INPUTS = {
     ),
 }
 TF_STAMPS = np.sort(RNG.integers(0, 2**40, 2 * N))  # one stamp per transform
+UNKNOWN_ROWS = [1, 3]
+"""Rows whose covariance the ROS formats write as "not estimated" (1e6 on the diagonal)."""
 EXTRA = {  # second topics for the other branches: no orientation, /tf_static, a padded layout
     "imu_none": ("imu", dict(INPUTS["imu"], orientation=None)),
     "tf_static": (
@@ -152,6 +154,18 @@ EXTRA = {  # second topics for the other branches: no orientation, /tf_static, a
     "rgb_cloud": (
         "point_cloud2",
         dict(frame_id="lidar", counts=COUNTS, columns=RGB, fields=RGB_LAYOUT),
+    ),
+    "odometry_unknown": (
+        "odometry",
+        dict(
+            INPUTS["odometry"],
+            pose_covariance=np.where(
+                np.isin(np.arange(N), UNKNOWN_ROWS)[:, None],
+                np.diag([1e6] * 6).ravel(),
+                INPUTS["odometry"]["pose_covariance"],
+            ),
+            twist_covariance=np.diag([1e6] * 6).ravel(),
+        ),
     ),
 }
 
@@ -348,6 +362,16 @@ def test_odometry(decoded) -> None:
         assert bits([v.x, v.y, v.z]) == bits(inp["linear_velocity"][i])
         assert not msg.HasField("angular_velocity")  # not given: unset, not zeros
         assert bits(msg.pose_covariance) == bits(inp["pose_covariance"][i])
+        assert bits(msg.velocity_covariance) == bits(np.zeros(36))
+
+
+def test_odometry_unknown_covariance_is_zeros(decoded) -> None:
+    """The ROS formats' "not estimated" (1e6 on the diagonal) is foxglove.Odometry's own
+    "set to zero if unknown", row by row; known rows pass unchanged."""
+    inp = INPUTS["odometry"]
+    for i, (msg, _) in enumerate(decoded["odometry_unknown"]):
+        pose = np.zeros(36) if i in UNKNOWN_ROWS else inp["pose_covariance"][i]
+        assert bits(msg.pose_covariance) == bits(pose)
         assert bits(msg.velocity_covariance) == bits(np.zeros(36))
 
 

@@ -2,6 +2,7 @@
 and MCAP storage), a bare MCAP file; PoseStamped, PoseWithCovarianceStamped, Odometry, TF.
 A bag without the pose topic (or frame pair) is an error that names what the bag has."""
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -198,6 +199,33 @@ def test_waypoints_from_bags_equal_the_direct_ones(case, bags, track):
     # PoseStamped / TF alone: speed from positions; the ends move by a few centimetres
     assert abs(len(wp) - len(reference)) <= 1
     assert abs(wp.length_m - reference.length_m) < 0.1
+
+
+ZERO_TWIST = [
+    (2, {"/odom": "odometry"}, "/odom", None),
+    (
+        1,
+        {"/ndt_pose": "pose_cov", "/vehicle/twist": "twist_stamped"},
+        "/ndt_pose",
+        "/vehicle/twist",
+    ),
+]
+
+
+@pytest.mark.parametrize(("ros", "topics", "pose", "velocity"), ZERO_TWIST)
+def test_a_twist_zero_everywhere_is_no_speed(tmp_path, track, ros, topics, pose, velocity):
+    """Odometry or a velocity topic whose twist was never filled in: the speed comes from the
+    positions (as for PoseStamped alone), not "the vehicle never moves"."""
+    still = dataclasses.replace(track, speed_mps=np.zeros(len(track.time_ns)))
+    path = tmp_path / ("zero.bag" if ros == 1 else "zero")
+    write_bag(path, ros, topics, still, None if ros == 1 else StoragePlugin.MCAP)
+    poses = poses_from_bag(path, pose, velocity_topic=velocity)
+    assert np.isnan(poses.speed_mps).all()
+    assert f"speed from pose differences: the twist of {velocity or pose} is zero" in poses.source
+    wp = build_waypoints(poses)
+    reference = build_waypoints(track)
+    assert abs(len(wp) - len(reference)) <= 1 and abs(wp.length_m - reference.length_m) < 0.1
+    assert wp.velocity_mps.max() == pytest.approx(reference.velocity_mps.max(), rel=0.05)
     off, _ = cKDTree(np.column_stack([reference.x, reference.y])).query(
         np.column_stack([wp.x, wp.y])
     )

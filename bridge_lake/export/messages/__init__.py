@@ -10,7 +10,7 @@ must carry; TYPENAMES maps each serializer to its message type.
 """
 
 from bridge_lake.export.messages.image import compressed_image, image
-from bridge_lake.export.messages.nav import odometry, tf_message
+from bridge_lake.export.messages.nav import UNKNOWN_COVARIANCE, odometry, tf_message
 from bridge_lake.export.messages.pointcloud import (
     VELODYNE_XYZIRT,
     XYZI,
@@ -32,6 +32,7 @@ from bridge_lake.export.messages.wire import split_stamps
 
 __all__ = [
     "TYPENAMES",
+    "UNKNOWN_COVARIANCE",
     "VELODYNE_XYZIRT",
     "XYZI",
     "MessageDefinition",

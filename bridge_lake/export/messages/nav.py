@@ -17,6 +17,14 @@ from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import F8, U4, Layout, header_values, split_stamps
 
+UNKNOWN_VARIANCE = 1e6
+"""Variance that says "not estimated" in an Odometry covariance: nav_msgs/Odometry has no
+REP-145-style -1 flag, and all zeros reads as "exact" (robot_localization, for one, then
+trusts the value fully), so unknown quantities get this large variance on the diagonal, as
+ROS drivers publish for axes they do not measure (diff_drive_controller's defaults)."""
+UNKNOWN_COVARIANCE = np.diag(np.full(6, UNKNOWN_VARIANCE)).reshape(36)
+"""A 6x6 covariance (row major) that claims nothing: UNKNOWN_VARIANCE on the diagonal."""
+
 
 def odometry(
     stamp_ns: ArrayLike,
@@ -34,11 +42,12 @@ def odometry(
 ) -> Serialized:
     """nav_msgs/Odometry: pose of child_frame_id in frame_id, position (n, 3), orientation
     (n, 4) xyzw; twist in child_frame_id, (n, 3) each or None for zeros. Covariances (36,) or
-    (n, 36), row major (x, y, z, roll, pitch, yaw); default zeros ("unknown")."""
+    (n, 36), row major (x, y, z, roll, pitch, yaw); default UNKNOWN_COVARIANCE, so a zero
+    twist left out never claims "standing still, with certainty"."""
     ros = arg.ros_version(ros)
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    zeros36, zeros3 = np.zeros(36), np.zeros(3)
+    zeros3 = np.zeros(3)
 
     layout = Layout.message(ros)
     layout.header(arg.text("frame_id", frame_id))
@@ -58,7 +67,7 @@ def odometry(
                 "orientation": arg.rows("orientation", orientation, n, F8, (4,)),
                 "pose_covariance": arg.per_message(
                     "pose_covariance",
-                    zeros36 if pose_covariance is None else pose_covariance,
+                    UNKNOWN_COVARIANCE if pose_covariance is None else pose_covariance,
                     n,
                     F8,
                     (36,),
@@ -71,7 +80,7 @@ def odometry(
                 else arg.rows("angular_velocity", angular_velocity, n, F8, (3,)),
                 "twist_covariance": arg.per_message(
                     "twist_covariance",
-                    zeros36 if twist_covariance is None else twist_covariance,
+                    UNKNOWN_COVARIANCE if twist_covariance is None else twist_covariance,
                     n,
                     F8,
                     (36,),

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.nav import transforms
+from bridge_lake.export.messages.nav import UNKNOWN_COVARIANCE, transforms
 from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.messages.wire import F8
 from bridge_lake.export.protobuf.geometry import doubles, pose
@@ -36,15 +36,19 @@ def odometry(
     field: body_frame_id = child_frame_id, pose of it in frame_id, velocities in the body
     frame (as ROS's twist in child_frame_id), 6x6 pose and velocity (= twist) covariances.
     Velocities left None are left unset (Foxglove marks them optional) rather than written as
-    zeros, which would claim the body stands still; covariances left None are 36 zeros, the
-    schema's "unknown". `ros` and `seq_start` are ignored.
+    zeros, which would claim the body stands still. Covariances are 36 zeros where unknown,
+    the schema's own convention ("set to zero if unknown"): left None, or rows equal to
+    UNKNOWN_COVARIANCE, the ROS formats' "unknown". `ros` and `seq_start` are ignored.
     """
     stamp = arg.stamps(stamp_ns)
     n = stamp.size
-    zeros36 = np.zeros(36)
 
     def cov(name: str, value: ArrayLike | None) -> np.ndarray:
-        return arg.per_message(name, zeros36 if value is None else value, n, F8, (36,))
+        if value is None:
+            return np.zeros((n, 36))
+        rows = np.array(arg.per_message(name, value, n, F8, (36,)), dtype=np.float64)
+        rows[(rows == UNKNOWN_COVARIANCE).all(axis=-1)] = 0.0
+        return rows
 
     fields = Fields(n)
     fields.timestamp(1, stamp)

@@ -47,6 +47,12 @@ POSE_COLUMNS = (
     Column("pitch_rad", F64, "pitch [rad]"),
     Column("yaw_rad", F64, "yaw / heading [rad]"),
 )
+TWIST_COLUMNS = (
+    *_xyz("linear_velocity", F64, "m/s", "velocity of child_frame_id in its own axes:"),
+    *_xyz("angular_velocity", F64, "rad/s", "angular velocity of child_frame_id in its own axes:"),
+)
+"""The twist nav_msgs/Odometry carries (in child_frame_id); null = unknown. NCLT fills it
+from the pose derivative (bridge_lake.geometry.body_twist)."""
 
 IMU = TableSpec(
     "normalized",
@@ -181,6 +187,7 @@ ODOMETRY = TableSpec(
         Column("child_frame_id", pa.string(), "body frame the pose is of"),
         *POSE_COLUMNS,
         COVARIANCE,
+        *TWIST_COLUMNS,
     ),
 )
 
@@ -193,6 +200,7 @@ GROUND_TRUTH = TableSpec(
         Column("child_frame_id", pa.string(), "body frame the pose is of"),
         *POSE_COLUMNS,
         COVARIANCE,
+        *TWIST_COLUMNS,
         Column("is_node", pa.bool_(), "a SLAM graph node (precise) rather than interpolated"),
     ),
 )
