@@ -78,7 +78,10 @@ def test_each_rule_catches_its_wrong_import():
     ]
     assert {rule: _violations(rule, fake) for rule in RULES} == {
         "formats": ["formats/x imports bridge_lake.export.mapping"],
-        "low_layers": ["normalize/y imports bridge_lake.scenes.camera_stats"],
+        "low_layers": [
+            "formats/x imports bridge_lake.export.mapping",
+            "normalize/y imports bridge_lake.scenes.camera_stats",
+        ],
         "dagster": ["export/z imports dagster"],
         "pyav": ["scenes/w imports av.video"],
     }
