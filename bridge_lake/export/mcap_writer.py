@@ -2,9 +2,8 @@
 in bulk.
 
 Why not `mcap.writer.Writer`: it compresses every chunk with zstd level 3 on the calling
-thread (the compressor is the whole cost for point clouds, ~70-160 MB/s on one core) and it
-builds a Python `Message` object per message (~5 us each, the whole cost for 300-byte IMU
-samples). Here:
+thread (the compressor is the whole cost for point clouds) and it builds a Python `Message`
+object per message (the whole cost for 300-byte IMU samples). Here:
 
 - messages arrive in bulk (`write_messages`: n messages back to back in one uint8 array plus
   n + 1 offsets); their Message records (opcode, length, channel, sequence, log and publish
@@ -68,11 +67,9 @@ Compression = Literal["zstd", "lz4", "none"]
 
 MAGIC = b"\x89MCAP0\r\n"
 DEFAULT_ZSTD_LEVEL = 2
-"""Measured per core on the benchmark's 70k-point lidar clouds (benchmarks/bench_mcap_writer.py):
-level 3 181 MB/s to 65.1 % of the input, level 2 307 MB/s to 74.8 %, level 1 357 MB/s to
-79.4 %. Level 2 keeps 85 % of level 1's speed for a third less size overhead over level 3
-(+15 % instead of +22 %, where the issue allows +25 %); with two workers it is still ~3x the
-single-threaded level-3 writers. Pass level=3 for output kept long and written once."""
+"""On lidar clouds level 2 keeps most of level 1's speed for a third less size overhead over
+level 3 (the figures per level: docs/benchmarks.md, "Design figures"). Pass level=3 for
+output kept long and written once."""
 DEFAULT_LZ4_LEVEL = 0
 """lz4's fast mode: lz4 is chosen for speed; its high-compression levels are slower than zstd."""
 
@@ -95,8 +92,8 @@ _MAX_QUEUED = 4096
 """`write_message` calls queued (up to chunk_size bytes) before they go out as one batch."""
 _LOOP_MIN_MEAN_BYTES = 2048
 """From this mean message size up a Python loop of memcpys lays out records faster than the
-vectorized scatter, whose boolean mask costs a pass per byte (measured crossover ~2 KB: 300-byte
-messages 620 vs 200 MB/s for the scatter, 16 KB 5.1 GB/s vs 1.3 GB/s for the loop)."""
+vectorized scatter, whose boolean mask costs a pass per byte (the crossover was measured:
+docs/benchmarks.md, "Design figures")."""
 
 
 class PackedMessages(Protocol):
