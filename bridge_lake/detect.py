@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from bridge_lake.drive_meta import DRIVE_YAML
-from bridge_lake.formats.adtf.ifhd import MAGIC as IFHD_MAGIC
+from bridge_lake.formats.adtf import RECORDING_SUFFIXES, sniff
 from bridge_lake.formats.adtf.info import GENERATIONS as ADTF_VERSIONS
 from bridge_lake.formats.nclt.archives import archive_kind
 from bridge_lake.formats.nclt.kinds import nclt_kind
@@ -36,7 +36,7 @@ class Detected:
 
 def detect(rel_path: str, head: bytes) -> Detected:
     name = posixpath.basename(rel_path)
-    if head[:4] == IFHD_MAGIC:
+    if sniff(head)[0]:
         return _detect_ifhd(head)
     if rel_path == DRIVE_YAML:
         return Detected("drive_yaml")
@@ -48,7 +48,7 @@ def detect(rel_path: str, head: bytes) -> Detected:
     archive = archive_kind(name)
     if archive is not None:
         return Detected("nclt", kind=f"archive:{archive}")
-    if name.endswith((".dat", ".adtfdat")):
+    if name.lower().endswith(RECORDING_SUFFIXES):
         return Detected("unknown", problem="named like an ADTF recording but has no IFHD magic")
     return Detected("unknown")
 

@@ -57,7 +57,6 @@ from bridge_lake.normalize.adtf_generic import (
 from bridge_lake.normalize.adtf_mapping import FieldMap, Mapping, Rule, resolve_mapping
 from bridge_lake.normalize.sink import SOURCE_SEPARATOR, DriveSink, StreamInfo
 
-RECORDING_SUFFIXES = (".dat", ".adtfdat")
 BATCH_SAMPLES = 50_000
 BATCH_BYTES = 16 << 20
 """Batch limits per stream: bound memory (and keep Arrow's 32-bit binary offsets safe)."""
@@ -183,12 +182,16 @@ def _gc_paused() -> Iterator[None]:
 
 
 def find_recordings(drive_dir: Path) -> list[Path]:
-    """Every file under `drive_dir` named like an ADTF recording that starts with IFHD magic,
-    sorted by path (the raw manifest calls files without the magic `unknown`, not recordings)."""
+    """Every file under `drive_dir` that is an ADTF recording by `sniff`'s rule (the IFHD
+    magic, whatever its name: the raw manifest lists the same files), sorted by path. A file
+    that cannot be opened is left to the raw manifest, which reports it unreadable."""
     found = []
     for p in sorted(Path(drive_dir).rglob("*")):
-        if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES and sniff(p)[0]:
-            found.append(p)
+        try:
+            if p.is_file() and sniff(p)[0]:
+                found.append(p)
+        except OSError:
+            continue
     return found
 
 

@@ -6,6 +6,7 @@ Format reference: shared/specs/adtf-dat-format.md. No Dagster import anywhere in
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
 from bridge_lake.formats.adtf.errors import AdtfError, DDLError
 from bridge_lake.formats.adtf.reader import (
+    RECORDING_SUFFIXES,
     DatFile,
     Item,
     Sample,
@@ -19,6 +20,7 @@ from bridge_lake.formats.adtf.writer import DatWriter, write_dat
 
 __all__ = [
     "DDL",
+    "RECORDING_SUFFIXES",
     "AdtfError",
     "DDLError",
     "DatFile",

@@ -704,9 +704,16 @@ def recording_parts(path: str | os.PathLike[str]) -> list[Path]:
     return sorted(seen, key=lambda p: (seen[p], str(p)))
 
 
+RECORDING_SUFFIXES = (".dat", ".adtfdat")
+"""The names recorders usually give recordings. Only a hint (the manifest flags a file named
+so that is not one): whether a file is a recording is decided by its content, `sniff`."""
+
+
 def sniff(head: bytes | str | os.PathLike[str]) -> tuple[bool, int | None]:
     """(is an IFHD/ADTF file, its version) from the first 80 bytes, or a path to read them.
 
+    The one rule for "is an ADTF recording": the IFHD magic, whatever the file is called
+    (recorders name files freely). The raw manifest and the normalizer both decide by it.
     Cheap enough for a landing-zone scan: no mapping, no validation beyond magic, byte order
     and version field."""
     if not isinstance(head, bytes | bytearray | memoryview):
@@ -721,6 +728,7 @@ def sniff(head: bytes | str | os.PathLike[str]) -> tuple[bool, int | None]:
 
 
 __all__ = [
+    "RECORDING_SUFFIXES",
     "DatFile",
     "Item",
     "Sample",
