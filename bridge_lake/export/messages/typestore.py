@@ -16,6 +16,7 @@ Registered from their upstream sources (ROS 1 md5sums as the packages generate t
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,16 +38,26 @@ uint8[8] data
 
 COMPRESSED_VIDEO = "string frame_id\nuint8[] data\nstring format\n"
 
+ADTF_SAMPLE_TYPE = "bridge_lake_msgs/msg/AdtfSample"
+ADTF_SAMPLE = """# One ADTF sample kept as bytes: a stream without a DDL, or one whose DDL has no ROS type
+std_msgs/Header header  # stamp: master clock; frame_id: the stream
+string stream  # ADTF stream name (stream/substream)
+string meta_type  # ADTF meta type (adtf/anonymous, ...); application/json: a lake row as JSON
+uint8[] data  # the sample's payload as the vendor reader returns it
+"""
+
 EXTRA_TYPES = {
     1: {
         "can_msgs/msg/Frame": CAN_FRAME,
         "foxglove_msgs/msg/CompressedVideo": "time timestamp\n" + COMPRESSED_VIDEO,
         "tf2_msgs/msg/TFMessage": "geometry_msgs/TransformStamped[] transforms\n",
+        ADTF_SAMPLE_TYPE: ADTF_SAMPLE,
     },
     2: {
         "can_msgs/msg/Frame": CAN_FRAME,
         "foxglove_msgs/msg/CompressedVideo": "builtin_interfaces/Time timestamp\n"
         + COMPRESSED_VIDEO,
+        ADTF_SAMPLE_TYPE: ADTF_SAMPLE,
     },
 }
 
@@ -61,6 +72,7 @@ TYPENAMES = {
     "can_frame": "can_msgs/msg/Frame",
     "odometry": "nav_msgs/msg/Odometry",
     "tf_message": "tf2_msgs/msg/TFMessage",
+    "adtf_sample": ADTF_SAMPLE_TYPE,
 }
 """The message type each serializer writes, keyed by the serializer's name."""
 
@@ -68,10 +80,62 @@ TYPENAMES = {
 @functools.cache
 def typestore(ros: int) -> Typestore:
     """The typestore of ROS 1 Noetic or ROS 2 Humble plus the extra types (one per process)."""
+    return _new_store(ros)
+
+
+def _new_store(ros: int) -> Typestore:
     store = get_typestore(STORES[arg.ros_version(ros)])
     for name, text in EXTRA_TYPES[ros].items():
         store.register(get_types_from_msg(text, name))
     return store
+
+
+class ExportTypes:
+    """The message types one export writes: the shipped ones plus types generated for it
+    (DDL structs, `ddl_types`), in typestores of its own (generated names are per export,
+    so they never enter the process-wide stores). `texts` keeps the generated definitions
+    as written, with their comments (rosbags' generated text drops comments)."""
+
+    def __init__(self, generated: Mapping[str, str] | None = None) -> None:
+        self.texts = dict(generated or {})
+        self._stores: dict[int, Typestore] = {}
+
+    def typestore(self, ros: int) -> Typestore:
+        if not self.texts:
+            return typestore(ros)
+        if ros not in self._stores:
+            store = _new_store(ros)
+            types: dict = {}
+            for name, text in self.texts.items():
+                types.update(get_types_from_msg(text, name))
+            store.register(types)
+            self._stores[ros] = store
+        return self._stores[ros]
+
+    def definition(self, typename: str, ros: int) -> MessageDefinition:
+        """As `message_definition` (rosbags' text and MD5 / RIHS01), with the blocks of
+        generated types replaced by their commented text (comments change neither hash)."""
+        d = message_definition(typename, ros, self.typestore(ros))
+        if not self.texts:
+            return d
+        rule = "\n" + "=" * 80 + "\n"
+        blocks = d.text.rstrip("\n").split(rule)
+        out = []
+        for i, block in enumerate(blocks):
+            head, _, _ = block.partition("\n")
+            name = _ros2(d.name) if i == 0 else _ros2(head.removeprefix("MSG: ").strip())
+            text = self.texts.get(name)
+            if text is None:
+                out.append(block)
+            elif i == 0:
+                out.append(text.rstrip("\n"))
+            else:
+                out.append(f"{head}\n{text.rstrip(chr(10))}")
+        return MessageDefinition(d.name, d.encoding, rule.join(out) + "\n", d.md5sum, d.rihs01)
+
+
+def _ros2(name: str) -> str:
+    return name if "/msg/" in name else name.replace("/", "/msg/", 1)
 
 
 @dataclass(frozen=True)
@@ -91,12 +155,13 @@ class MessageDefinition:
     rihs01: str | None
 
 
-def message_definition(typename: str, ros: int) -> MessageDefinition:
-    """Definition of `typename` ("pkg/msg/Name" or "pkg/Name") for ROS 1 or ROS 2."""
+def message_definition(typename: str, ros: int, store: Typestore | None = None) -> MessageDefinition:
+    """Definition of `typename` ("pkg/msg/Name" or "pkg/Name") for ROS 1 or ROS 2 (from the
+    process-wide store, or `store`)."""
     ros = arg.ros_version(ros)
     package, _, name = typename.partition("/")
     full = f"{package}/msg/{name.removeprefix('msg/')}"
-    store = typestore(ros)
+    store = store or typestore(ros)
     if full not in store.fielddefs:
         raise ValueError(f"unknown message type {typename!r} for ROS {ros}")
     if ros == 1:
