@@ -193,6 +193,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         mapping=args.mapping,
         time_base=args.time_base,
         force=args.force,
+        skip_unsupported=args.skip_unsupported,
     )
     bars: list[tqdm] = []
 
@@ -211,6 +212,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
           f"{result.messages} messages in {result.seconds:.1f} s")  # fmt: skip
     for t in result.topics.values():
         print(f"  {t.topic:40} {t.type:34} {t.messages:9d}  frame {t.frame_id}")
+    for warning in result.warnings:
+        print(f"WARN {warning}", file=sys.stderr)
+    for topic in result.left_out:
+        print(f"left out (--skip-unsupported): {topic}, {result.left_out_rows[topic]} rows")
     return 0
 
 
@@ -412,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="master: times as recorded; zero: shift the whole export to start at 0",
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p.add_argument(
+        "--skip-unsupported",
+        action="store_true",
+        help="write without the topics the format cannot carry (listed) instead of failing",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_export)
 

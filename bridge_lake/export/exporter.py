@@ -25,15 +25,25 @@ import numpy as np
 import pyarrow.compute as pc
 
 from bridge_lake.clock import ns_to_ros
-from bridge_lake.export.generic import JsonBuilder, json_schema
+from bridge_lake.export.generic import (
+    AdtfSampleBuilder,
+    DdlBuilder,
+    JsonBuilder,
+    RowSampleBuilder,
+    json_schema,
+)
+from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_types
 from bridge_lake.export.mapping import (
+    ADTF_SAMPLE_TYPE,
+    DDL_TYPE,
+    GENERATED_TYPES,
     JSON_TYPE,
     Mapping,
     TopicRule,
     default_mapping_path,
     load_mapping,
 )
-from bridge_lake.export.messages import Serialized
+from bridge_lake.export.messages import ExportTypes, Serialized
 from bridge_lake.export.prefetch import prefetch
 from bridge_lake.export.source import (
     BUILDERS,
@@ -84,6 +94,9 @@ class ExportRequest:
     time_base: str = "master"
     """master: log times and stamps on the master clock; zero: shifted to start at 0."""
     force: bool = False
+    skip_unsupported: bool = False
+    """write the topics the format can carry and list the others (`left_out`) instead of
+    failing; without it an export that cannot hold every topic fails and names them."""
 
 
 @dataclass
@@ -112,7 +125,12 @@ class ExportResult:
     shift_ns: int
     topics: dict[str, TopicStat] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
-    """topics the format cannot carry (JSON topics of generic ADTF streams in bags)"""
+    """topics the format cannot carry (JSON topics in bags), written only with
+    skip_unsupported"""
+    left_out_rows: dict[str, int] = field(default_factory=dict)
+    """the lake rows of each left-out topic (the health check counts them as missing)"""
+    warnings: list[str] = field(default_factory=list)
+    """what went out other than asked, e.g. a stream whose DDL struct has no ROS type"""
     bytes: int = 0
     seconds: float = 0.0
 
@@ -182,9 +200,9 @@ def plan_lanes(
 
 
 def _concrete(lake: Lake, drive: str, rule: TopicRule) -> list[TopicRule]:
-    """The rule once per lake table it names: a json rule's table may be a glob
-    (`normalized/ddl_*`), and a json rule without rows in the drive has no lane."""
-    if rule.type != JSON_TYPE:
+    """The rule once per lake table it names: a ddl or json rule's table may be a glob
+    (`normalized/ddl_*`), and such a rule without rows in the drive has no lane."""
+    if rule.type not in GENERATED_TYPES:
         return [rule]
     layer, pattern = rule.table.split("/")
     return [
@@ -316,15 +334,49 @@ def merge(
 
 
 def _open_output(
-    fmt: str, path: Path, encoding: str, request: ExportRequest, compression: str
+    fmt: str,
+    path: Path,
+    encoding: str,
+    request: ExportRequest,
+    compression: str,
+    types: ExportTypes,
 ) -> Output:
     if fmt == "mcap":
         return McapOutput(
-            path, encoding=encoding, compression=compression, chunk_size=request.chunk_size
+            path,
+            encoding=encoding,
+            compression=compression,
+            chunk_size=request.chunk_size,
+            types=types,
         )
     if fmt == "bag2":
-        return Bag2Output(path, storage=request.storage, compression=compression)
-    return Bag1Output(path, compression=compression, chunk_size=request.chunk_size)
+        return Bag2Output(path, storage=request.storage, compression=compression, types=types)
+    return Bag1Output(path, compression=compression, chunk_size=request.chunk_size, types=types)
+
+
+def _supported(lane: Lane, fmt: str) -> bool:
+    """Whether a format can carry the lane's messages: JSON needs MCAP's schema records."""
+    return fmt == "mcap" or lane_type(lane) != JSON_TYPE
+
+
+def _first_lanes(lanes: list[Lane]) -> dict[str, Lane]:
+    out: dict[str, Lane] = {}
+    for lane in lanes:
+        out.setdefault(lane.topic, lane)
+    return out
+
+
+def _check_topic_types(lanes: list[Lane]) -> None:
+    """One message type per topic: a rule without split_by over streams of different
+    structs would mix types on one topic."""
+    seen: dict[str, str] = {}
+    for lane in lanes:
+        typename = lane_type(lane)
+        if seen.setdefault(lane.topic, typename) != typename:
+            raise ExportError(
+                f"topic {lane.topic} would carry both {seen[lane.topic]} and {typename} "
+                f"(streams of different structs); split the rule by stream"
+            )
 
 
 def _check_request(r: ExportRequest) -> tuple[str, str]:
@@ -373,13 +425,22 @@ def export_drive(
     else:
         spans = window(request.start, request.end, first, last)
     lanes = plan_lanes(lake, drive, mapping, spans, request.topics)
-    if request.format != "mcap":  # JSON topics need MCAP's schema records
-        left_out = sorted({lane.topic for lane in lanes if lane.rule.type == JSON_TYPE})
-        lanes = [lane for lane in lanes if lane.rule.type != JSON_TYPE]
-    else:
-        left_out = []
     chosen = set(select_topics(list(dict.fromkeys(x.topic for x in lanes)), request.topics))
     lanes = [lane for lane in lanes if lane.topic in chosen]
+    plan = plan_types(lake, drive, lanes)
+    _check_topic_types(lanes)
+    unsupported = [lane for lane in lanes if not _supported(lane, request.format)]
+    left_out: dict[str, int] = {}
+    for lane in unsupported:
+        left_out[lane.topic] = left_out.get(lane.topic, 0) + lane.rows
+    if left_out and not request.skip_unsupported:
+        raise ExportError(
+            f"a {request.format} cannot carry {len(left_out)} topic(s) of drive {drive}: "
+            + ", ".join(f"{t} ({lane_type(x)})" for t, x in _first_lanes(unsupported).items())
+            + "; export to MCAP, map them to another type, or pass --skip-unsupported to "
+            "write the rest without them"
+        )
+    lanes = [lane for lane in lanes if lane.topic not in left_out]
     start_ns = spans[0].start_ns if spans else first
     lane_windows = {}
     for lane in lanes:
@@ -396,9 +457,11 @@ def export_drive(
     if request.time_base == "zero":
         shift = min([start_ns] + [w[0].start_ns for w in lane_windows.values() if w])
     tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
-    output = _open_output(request.format, tmp, encoding, request, compression)
+    output = _open_output(request.format, tmp, encoding, request, compression, plan.types)
     result = ExportResult(out, request.format, encoding, drive, mapping.path, spans, shift)
-    result.left_out = left_out
+    result.left_out = sorted(left_out)
+    result.left_out_rows = left_out
+    result.warnings = plan.warnings
     try:
         channels: dict[str, int] = {}
         sources = []
@@ -411,10 +474,10 @@ def export_drive(
                     channels[lane.topic] = output.add_json_topic(lane.topic, title, schema)
                 else:
                     channels[lane.topic] = output.add_topic(
-                        lane.topic, lane.rule.type, latched=latched
+                        lane.topic, lane_type(lane), latched=latched
                     )
                 result.topics[lane.topic] = TopicStat(
-                    lane.topic, lane.rule.type, lane.frame_id, table=lane.rule.table
+                    lane.topic, lane_type(lane), lane.frame_id, table=lane.rule.table
                 )
             stat = result.topics[lane.topic]
             stat.expected += lane.rows
@@ -459,7 +522,11 @@ def export_drive(
 def _builder(lake: Lake, drive: str, lane: Lane, encoding: str, shift: int) -> Builder:
     if lane.rule.type == JSON_TYPE:
         return JsonBuilder(lake, drive, lane, 2, shift)
-    if lane.rule.type == "tf2_msgs/msg/TFMessage":
+    if lane.rule.type == DDL_TYPE:
+        cls = RowSampleBuilder if FALLBACK in lane.extra else DdlBuilder
+    elif lane.rule.type == ADTF_SAMPLE_TYPE:
+        cls = AdtfSampleBuilder
+    elif lane.rule.type == "tf2_msgs/msg/TFMessage":
         cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
     else:
         cls = BUILDERS[lane.rule.type]

@@ -1,13 +1,19 @@
-"""Generic ADTF streams in exports: the rows of `ddl_<struct>` and `adtf_payloads` as JSON.
+"""Generic ADTF streams in exports: the rows of `ddl_<struct>` and `adtf_payloads`.
 
 Streams no ADTF mapping rule takes land in generic tables (`bridge_lake.normalize.
-adtf_generic`); exporting them as JSON messages keeps everything a recording holds reachable
-from Foxglove and the `mcap` tools. Each message is one row: every column but the master time
-(which is the log time), binary values as base64 (`{"base64": "..."}`), NaN and infinities as
-null (JSON has none). The channel's schema is a JSON Schema derived from the table's Arrow
-schema (`jsonschema` schema encoding, `json` message encoding, as the MCAP spec registers
-them). JSON needs a self-describing container, so these topics are written to MCAP files only;
-bag exports leave them out and say so in their summary.
+adtf_generic`). They reach every format:
+
+- `ddl` topics (`DdlBuilder`): each stream's DDL struct as a generated message type
+  (`messages.ddl_types`), serialized in bulk from the rows (`messages.ddl_wire`,
+  `protobuf.ddl`); a struct that cannot become a ROS type goes out as `AdtfSample` whose
+  data is the row as JSON (`RowSampleBuilder`, meta_type `application/json`), with a WARN;
+- `bridge_lake_msgs/msg/AdtfSample` topics (`AdtfSampleBuilder`): the payload bytes of
+  streams without a DDL;
+- `json` topics (MCAP only, kept for mappings that ask for it): each message one row, every
+  column but the master time (which is the log time), binary values as base64
+  (`{"base64": "..."}`), NaN and infinities as null (JSON has none), under a JSON Schema
+  derived from the table's Arrow schema (`jsonschema` / `json`, as the MCAP spec registers
+  them). A bag cannot carry them: such an export fails unless told to skip them.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ import pyarrow as pa
 
 from bridge_lake.export import messages as msg
 from bridge_lake.export.mapping import JSON_TYPE
+from bridge_lake.export.messages.ddl_columns import lake_columns
 from bridge_lake.export.source import Builder, Lane, dataset
+
+JSON_META_TYPE = "application/json"
+"""AdtfSample.meta_type of a generic row sent as JSON (its struct has no ROS type)."""
 
 SKIPPED_COLUMNS = ("time_ns", "drive")
 """Not in the message: the master time is the log time; the drive is the file's."""
@@ -93,8 +103,8 @@ def json_messages(rows: pa.Table) -> msg.Serialized:
 class JsonBuilder(Builder):
     """Rows of a generic table as JSON messages, every column of the table."""
 
-    def __init__(self, lake, drive: str, lane: Lane, ros: int, shift_ns: int = 0) -> None:
-        super().__init__(lake, drive, lane, ros, shift_ns)
+    def __init__(self, lake, drive: str, lane: Lane, ros: int, shift_ns: int = 0, codec=msg):
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
         self.schema = dataset(lake, *lane.rule.table.split("/"), drive).schema
         self.columns = [n for n in self.schema.names if n != "drive"]
 
@@ -102,4 +112,61 @@ class JsonBuilder(Builder):
         return json_messages(rows)
 
 
-__all__ = ["JSON_TYPE", "JsonBuilder", "json_messages", "json_schema"]
+class DdlBuilder(Builder):
+    """Rows of a generic table as the stream's generated message type (lane.extra["struct"],
+    resolved by the exporter), header frame the lane's."""
+
+    def __init__(self, lake, drive: str, lane: Lane, ros: int, shift_ns: int = 0, codec=msg):
+        super().__init__(lake, drive, lane, ros, shift_ns, codec)
+        self.struct = lane.extra["struct"]
+        self.columns = ["time_ns", *lake_columns(self.struct)]
+
+    def build(self, rows: pa.Table) -> msg.Serialized:
+        return self.codec.ddl_message(
+            self.t(rows), self.lane.frame_id, struct=self.struct, rows=rows, ros=self.ros
+        )
+
+
+class AdtfSampleBuilder(Builder):
+    """adtf_payloads rows as bridge_lake_msgs/AdtfSample (bytes and meta type as recorded)."""
+
+    columns = ["time_ns", "meta_type", "data"]
+
+    def build(self, rows: pa.Table) -> msg.Serialized:
+        data = rows.column("data").combine_chunks().fill_null(b"")
+        return self.codec.adtf_sample(
+            self.t(rows),
+            self.lane.frame_id,
+            stream=str(self.lane.selection.get("stream", "")),
+            meta_type=rows.column("meta_type").combine_chunks(),
+            data=data,
+            ros=self.ros,
+        )
+
+
+class RowSampleBuilder(JsonBuilder):
+    """Rows of a generic table whose struct has no ROS type, as AdtfSample holding the row
+    as JSON (every column, as `json_messages` writes it): nothing of the stream is lost."""
+
+    def build(self, rows: pa.Table) -> msg.Serialized:
+        rows_json = json_messages(rows)
+        return self.codec.adtf_sample(
+            self.t(rows),
+            self.lane.frame_id,
+            stream=str(self.lane.selection.get("stream", "")),
+            meta_type=JSON_META_TYPE,
+            data=(rows_json.data, rows_json.offsets),
+            ros=self.ros,
+        )
+
+
+__all__ = [
+    "JSON_META_TYPE",
+    "JSON_TYPE",
+    "AdtfSampleBuilder",
+    "DdlBuilder",
+    "JsonBuilder",
+    "RowSampleBuilder",
+    "json_messages",
+    "json_schema",
+]

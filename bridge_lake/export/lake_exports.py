@@ -23,7 +23,7 @@ from bridge_lake.export.health import FileHealth, check_file
 from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
-from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
+from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES, STREAMS
 from bridge_lake.lake.storage import replace_local
 from bridge_lake.landing import LandingZone
 
@@ -103,9 +103,32 @@ def export_to_lake(
     return LakeExport(result, health, lake.url(target))
 
 
+def unexported_streams(lake: Lake, drive: str, result: ExportResult) -> list[str]:
+    """Streams of the generic tables (`ddl_*`, `adtf_payloads`) with rows that no topic of
+    a whole-drive export carries: what a mapping without generic rules would drop."""
+    carried = {(s, t.table.split("/")[1]) for t in result.topics.values() for s in t.streams}
+    rows = lake.read_partition(
+        "normalized", STREAMS.name, drive, columns=["stream", "table", "rows_written"]
+    ).to_pylist()
+    return [
+        f"stream {r['stream']} ({r['table']}, {r['rows_written']} rows) is in no topic"
+        for r in rows
+        if r["rows_written"]
+        and (r["table"].startswith(GENERIC_PREFIX) or r["table"] == ADTF_PAYLOADS.name)
+        and (r["stream"], r["table"]) not in carried
+    ]
+
+
 def _check(lake: Lake, drive: str, result: ExportResult) -> FileHealth:
-    return check_file(
+    """The file against the lake: every topic's count (left-out topics count as missing),
+    nominal rates, and every generic stream in some topic."""
+    health = check_file(
         result.path,
-        expected_counts={t.topic: t.expected for t in result.topics.values()},
+        expected_counts={
+            **{t.topic: t.expected for t in result.topics.values()},
+            **result.left_out_rows,
+        },
         expected_rates=expected_rates(lake, drive, result),
     )
+    health.problems += unexported_streams(lake, drive, result)
+    return health

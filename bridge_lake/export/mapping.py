@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.export.messages.ddl_types import FIELD_PATTERN, PACKAGE_PATTERN
 from bridge_lake.lake.schemas import CALIBRATED, GENERIC_PREFIX, NORMALIZED
 from bridge_lake.yaml_input import safe_load
 
@@ -38,7 +39,13 @@ MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
 MAX_MAPPING_BYTES = 1 << 20
 JSON_TYPE = "json"
-"""The message type of generic topics: table rows as JSON (`bridge_lake.export.generic`)."""
+"""Generic table rows as JSON (MCAP only; `bridge_lake.export.generic`)."""
+DDL_TYPE = "ddl"
+"""Generic table rows as the message type generated from each stream's DDL struct
+(`bridge_lake.export.messages.ddl_types`; options: `package`, `rename`)."""
+ADTF_SAMPLE_TYPE = "bridge_lake_msgs/msg/AdtfSample"
+GENERATED_TYPES = frozenset({JSON_TYPE, DDL_TYPE})
+"""Types whose `table` may be a glob (`normalized/ddl_*`): one lane per table and stream."""
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -82,9 +89,15 @@ MESSAGE_TYPES: dict[str, MessageType] = {
         ),
         MessageType("tf2_msgs/msg/TFMessage", ("calibrated/tf_static", "calibrated/poses"), {}),
         MessageType(JSON_TYPE, (f"normalized/{GENERIC_PREFIX}*", "normalized/adtf_payloads"), {}),
+        MessageType(
+            DDL_TYPE,
+            (f"normalized/{GENERIC_PREFIX}*",),
+            {"package": str, "rename": dict},  # rename: {DDL element: ROS field name}
+        ),
+        MessageType(ADTF_SAMPLE_TYPE, ("normalized/adtf_payloads",), {}),
     )
 }
-"""`json` (MCAP only) carries the generic ADTF tables: `table` may then be a glob
+"""`ddl` and `json` carry the generic ADTF tables: `table` may then be a glob
 (`normalized/ddl_*`), one lane per table and stream (see `bridge_lake.export.generic`)."""
 GENERIC_COLUMNS = frozenset({"time_ns", "sample_time_ns", "stream"})
 """Columns every generic ADTF table has (for `where` and `split_by` of json rules)."""
@@ -235,6 +248,8 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
                 )
             if not isinstance(value, want):
                 raise fail(f"{key}.options.{name}", f"expected {want.__name__}")
+        if typename == DDL_TYPE:
+            _check_ddl_options(options, f"{key}.options", fail)
         frame_id = entry.get("frame_id")
         if frame_id is not None and not isinstance(frame_id, str):
             raise fail(f"{key}.frame_id", "expected a string")
@@ -250,3 +265,13 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
             )
         )
     return Mapping(path, tuple(rules))
+
+
+def _check_ddl_options(options: dict, where: str, fail) -> None:
+    """`package` a ROS package name; `rename` DDL element -> ROS 2 field name."""
+    package = options.get("package")
+    if package is not None and not PACKAGE_PATTERN.fullmatch(package):
+        raise fail(f"{where}.package", f"{package!r} is not a ROS package name (a-z0-9_)")
+    for element, name in (options.get("rename") or {}).items():
+        if not isinstance(name, str) or not FIELD_PATTERN.fullmatch(name):
+            raise fail(f"{where}.rename.{element}", f"{name!r} is not a ROS field name")

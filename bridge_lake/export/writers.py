@@ -28,7 +28,7 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Bag2Writer
 
 from bridge_lake.export.mcap_writer import McapWriter
-from bridge_lake.export.messages import Serialized, message_definition, typestore
+from bridge_lake.export.messages import ExportTypes, Serialized
 
 LIBRARY = "bridge_lake"
 ZERO = QosTime(0, 0)
@@ -96,9 +96,16 @@ class McapOutput:
     schemas carry a FileDescriptorSet: what Foxglove and the mcap decoders read."""
 
     def __init__(
-        self, path: str | os.PathLike, *, encoding: str, compression: str, chunk_size: int = 4 << 20
+        self,
+        path: str | os.PathLike,
+        *,
+        encoding: str,
+        compression: str,
+        chunk_size: int = 4 << 20,
+        types: ExportTypes | None = None,
     ) -> None:
         self.encoding = encoding
+        self.types = types or ExportTypes()
         self.writer = McapWriter(
             path,
             profile={"ros2": "ros2", "ros1": "ros1"}.get(encoding, ""),
@@ -110,12 +117,13 @@ class McapOutput:
 
     def add_topic(self, topic: str, typename: str, *, latched: bool = False) -> int:
         if self.encoding == "protobuf":
-            from bridge_lake.export.protobuf import schema
+            from bridge_lake.export.protobuf import ddl, schema
 
-            name, data = schema(typename)
+            struct = self.types.structs.get(typename)
+            name, data = ddl.schema(struct) if struct is not None else schema(typename)
             schema_encoding, message_encoding, md5 = "protobuf", "protobuf", None
         else:
-            d = message_definition(typename, 2 if self.encoding == "ros2" else 1)
+            d = self.types.definition(typename, 2 if self.encoding == "ros2" else 1)
             name, data, md5 = d.name, d.text.encode(), d.md5sum
             schema_encoding = d.encoding
             message_encoding = "cdr" if self.encoding == "ros2" else "ros1"
@@ -157,7 +165,14 @@ class McapOutput:
 class Bag2Output:
     """A ROS 2 bag folder (metadata.yaml + one storage file), MCAP storage by default."""
 
-    def __init__(self, path: str | os.PathLike, *, storage: str, compression: str) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        storage: str,
+        compression: str,
+        types: ExportTypes | None = None,
+    ) -> None:
         plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
         self.writer = Bag2Writer(Path(path), version=9, storage_plugin=plugin)
         if compression == "zstd":
@@ -165,7 +180,7 @@ class Bag2Output:
             self.writer.set_compression(mode, CompressionFormat.ZSTD)
         self.writer.open()
         self.connections: list = [None]
-        self.store = typestore(2)
+        self.store = (types or ExportTypes()).typestore(2)
 
     def add_topic(self, topic: str, typename: str, *, latched: bool = False) -> int:
         conn = self.writer.add_connection(
@@ -197,7 +212,14 @@ class Bag2Output:
 class Bag1Output:
     """A ROS 1 bag (v2.0): LZ4 chunks by default, BZ2 or none; chunk size settable."""
 
-    def __init__(self, path: str | os.PathLike, *, compression: str, chunk_size: int) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        compression: str,
+        chunk_size: int,
+        types: ExportTypes | None = None,
+    ) -> None:
         self.writer = Bag1Writer(Path(path))
         fmt = {
             "lz4": Bag1Writer.CompressionFormat.LZ4,
@@ -208,10 +230,11 @@ class Bag1Output:
         self.writer.chunk_threshold = chunk_size
         self.writer.open()
         self.connections: list = [None]
-        self.store = typestore(1)
+        self.types = types or ExportTypes()
+        self.store = self.types.typestore(1)
 
     def add_topic(self, topic: str, typename: str, *, latched: bool = False) -> int:
-        d = message_definition(typename, 1)
+        d = self.types.definition(typename, 1)
         conn = self.writer.add_connection(
             topic,
             typename,

@@ -576,6 +576,28 @@ def test_compressed_video(b: Batch) -> None:
     check(ours, refs, "compressed_video", b.ros)
 
 
+@SETTINGS
+@given(b=any_batch(), stream=FRAME_IDS, metas=st.lists(FRAME_IDS, min_size=1, max_size=3))
+def test_adtf_sample(b: Batch, stream: str, metas: list[str]) -> None:
+    """Meta types of every length per message: the padding before the data's length varies."""
+    data, chunks = payloads(b.rng, b.rng.integers(0, 9, b.n), as_arrow=b.n % 2 == 0)
+    meta = [metas[int(k)] for k in b.rng.integers(0, len(metas), b.n)]
+    ours = m.adtf_sample(
+        b.stamps, b.frame_id, stream=stream, meta_type=meta, data=data, ros=b.ros,
+        seq_start=b.seq_start,
+    )  # fmt: skip
+    refs = [
+        types(b.ros)["bridge_lake_msgs/msg/AdtfSample"](
+            header=header(b.ros, s, b.frame_id, (b.seq_start + i) % 2**32),
+            stream=stream,
+            meta_type=meta[i],
+            data=np.frombuffer(chunks[i], np.uint8),
+        )
+        for i, s in enumerate(b.stamps)
+    ]
+    check(ours, refs, "adtf_sample", b.ros)
+
+
 # -- nav_msgs/Odometry, tf2_msgs/TFMessage --------------------------------------------------
 
 

@@ -128,6 +128,12 @@ INPUTS = {
         pose_covariance=RNG.standard_normal((N, 36)),
         linear_velocity=RNG.standard_normal((N, 3)),
     ),
+    "adtf_sample": dict(
+        frame_id="in1",
+        stream="in1",
+        meta_type=["adtf/anonymous", "", "adtf/anonymous", "x/y", "adtf/anonymous"],
+        data=binary(JPEGS),
+    ),
     "tf_message": dict(
         parent_frame_ids=["map", "odom"],
         child_frame_ids=["odom", "base_link"],
@@ -416,6 +422,7 @@ def test_no_messages(kind: str) -> None:
         "image": {"data": binary([])},
         "compressed_image": {"data": binary([])},
         "compressed_video": {"data": binary([])},
+        "adtf_sample": {"data": binary([]), "meta_type": []},
         "tf_message": {"translation": np.zeros((0, 3)), "rotation": np.zeros((0, 4))},
     }
     kwargs.update(zero.get(kind, {}))
@@ -484,7 +491,15 @@ def test_committed_proto_matches_runtime_descriptors() -> None:
         msg.name: [(f.name, f.number, f.type, f.type_name, f.label) for f in msg.field]
         for msg in runtime.message_type
     }
-    assert set(text["messages"]) == {"Imu", "CanFrame"}
+    assert set(text["messages"]) == {"Imu", "CanFrame", "AdtfSample"}
+
+
+def test_adtf_sample(decoded) -> None:
+    inp = INPUTS["adtf_sample"]
+    assert len(decoded["adtf_sample"]) == N
+    for i, (msg, _) in enumerate(decoded["adtf_sample"]):
+        assert ns(msg.timestamp) == STAMPS[i] and msg.frame_id == "in1"
+        assert (msg.stream, msg.meta_type, msg.data) == ("in1", inp["meta_type"][i], JPEGS[i])
 
 
 BAD = [

@@ -130,9 +130,7 @@ class RosStruct:
     @property
     def fixed_size(self) -> bool:
         """No variable-length array anywhere inside: every message has one layout."""
-        return all(
-            f.array != -1 and (f.struct is None or f.struct.fixed_size) for f in self.fields
-        )
+        return all(f.array != -1 and (f.struct is None or f.struct.fixed_size) for f in self.fields)
 
     def children(self) -> Iterable[RosStruct]:
         """Nested message types, depth first, each once."""
@@ -224,7 +222,9 @@ def _build(
         given = rename.get(e.name)
         if given is not None:
             if not FIELD_PATTERN.fullmatch(given) or given in taken:
-                raise DDLTypeError(st.name, e.name, f"rename to {given!r}: not a free ROS field name")
+                raise DDLTypeError(
+                    st.name, e.name, f"rename to {given!r}: not a free ROS field name"
+                )
             name = given
             taken.add(name)
         else:
@@ -248,7 +248,9 @@ def _build(
         enum = ddl.enums.get(e.type)
         if enum is not None and base is not None:
             for key, value in enum.values.items():
-                constants.append(_constant(st.name, e.name, enum.name, key, value, base, const_taken))
+                constants.append(
+                    _constant(st.name, e.name, enum.name, key, value, base, const_taken)
+                )
         fields.append(RosField(name, e.name, column, base, child, array, e.type))
         comments[name] = f"DDL {e.name}: {e.type}" + (f"[{e.arraysize}]" if array else "")
     out = RosStruct(st.name, tuple(fields), tuple(constants), header, comments=comments)

@@ -97,9 +97,7 @@ class _Walk:
         self.put(pos, rows, counts.astype("<u4").view(np.uint8).reshape(-1, 4))
         return np.broadcast_to(np.asarray(pos) + 4, counts.shape).copy()
 
-    def rounds(
-        self, st: RosStruct, v: RaggedStructs, pos: np.ndarray, rows, k: int
-    ) -> np.ndarray:
+    def rounds(self, st: RosStruct, v: RaggedStructs, pos: np.ndarray, rows, k: int) -> np.ndarray:
         counts = v.counts
         rows = np.arange(k, dtype=np.int64) if rows is None else rows
         for j in range(int(counts.max()) if len(counts) else 0):
@@ -126,16 +124,18 @@ def _header(walk: _Walk, n: int, stamp_ns: np.ndarray, frame_id: str, seq_start:
     return pos + 12 + len(raw)
 
 
-def serialize(
-    st: RosStruct,
-    rows: pa.Table,
+def ddl_message(
     stamp_ns: np.ndarray,
     frame_id: str,
     *,
+    struct: RosStruct,
+    rows: pa.Table,
     ros: int,
     seq_start: int = 0,
 ) -> Serialized:
-    """n messages of the generated type `st` (with its header) from n generic-table rows."""
+    """n messages of the generated type `struct` (with its header) from n generic-table
+    rows (protobuf.ddl_message takes the same arguments)."""
+    st = struct
     ros = arg.ros_version(ros)
     stamp = arg.stamps(stamp_ns)
     frame_id = arg.text("frame_id", frame_id)
@@ -201,4 +201,4 @@ def _scatter(out: np.ndarray, base: np.ndarray, op: _Op, n: int) -> None:
         out[dst[:, None] + np.arange(width)] = data
 
 
-__all__ = ["serialize", "serialize_values"]
+__all__ = ["ddl_message", "serialize_values"]

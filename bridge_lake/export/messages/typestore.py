@@ -39,7 +39,7 @@ uint8[8] data
 COMPRESSED_VIDEO = "string frame_id\nuint8[] data\nstring format\n"
 
 ADTF_SAMPLE_TYPE = "bridge_lake_msgs/msg/AdtfSample"
-ADTF_SAMPLE = """# One ADTF sample kept as bytes: a stream without a DDL, or one whose DDL has no ROS type
+ADTF_SAMPLE = """# An ADTF sample kept as bytes: a stream without a DDL (or a DDL with no ROS type)
 std_msgs/Header header  # stamp: master clock; frame_id: the stream
 string stream  # ADTF stream name (stream/substream)
 string meta_type  # ADTF meta type (adtf/anonymous, ...); application/json: a lake row as JSON
@@ -96,8 +96,13 @@ class ExportTypes:
     so they never enter the process-wide stores). `texts` keeps the generated definitions
     as written, with their comments (rosbags' generated text drops comments)."""
 
-    def __init__(self, generated: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, generated: Mapping[str, str] | None = None, structs: Mapping | None = None
+    ) -> None:
         self.texts = dict(generated or {})
+        self.structs = dict(structs or {})
+        """type name -> ddl_types.RosStruct of each stream's generated type (protobuf needs
+        the tree to build its descriptor)"""
         self._stores: dict[int, Typestore] = {}
 
     def typestore(self, ros: int) -> Typestore:
@@ -155,7 +160,9 @@ class MessageDefinition:
     rihs01: str | None
 
 
-def message_definition(typename: str, ros: int, store: Typestore | None = None) -> MessageDefinition:
+def message_definition(
+    typename: str, ros: int, store: Typestore | None = None
+) -> MessageDefinition:
     """Definition of `typename` ("pkg/msg/Name" or "pkg/Name") for ROS 1 or ROS 2 (from the
     process-wide store, or `store`)."""
     ros = arg.ros_version(ros)

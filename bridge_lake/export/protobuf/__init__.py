@@ -24,6 +24,8 @@ or with bridge_lake's McapWriter(path, profile=""): add_schema(name, "protobuf",
 add_channel(topic, "protobuf", schema_id). Messages are then written as Serialized batches.
 """
 
+from bridge_lake.export.protobuf.adtf_sample import adtf_sample
+from bridge_lake.export.protobuf.ddl import ddl_message
 from bridge_lake.export.protobuf.image import compressed_image, compressed_video, image
 from bridge_lake.export.protobuf.nav import odometry, tf_message
 from bridge_lake.export.protobuf.pointcloud import point_cloud2
@@ -33,9 +35,11 @@ from bridge_lake.export.protobuf.vehicle import can_frame
 
 __all__ = [
     "SCHEMA_NAMES",
+    "adtf_sample",
     "can_frame",
     "compressed_image",
     "compressed_video",
+    "ddl_message",
     "image",
     "imu",
     "laser_scan",

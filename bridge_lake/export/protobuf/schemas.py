@@ -29,6 +29,7 @@ SCHEMA_NAMES = {
     "can_msgs/msg/Frame": "bridge_lake.CanFrame",
     "nav_msgs/msg/Odometry": "foxglove.Odometry",
     "tf2_msgs/msg/TFMessage": "foxglove.FrameTransforms",
+    "bridge_lake_msgs/msg/AdtfSample": "bridge_lake.AdtfSample",
 }
 """The protobuf message (full name) each ROS message type is exported as."""
 
@@ -65,6 +66,13 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("is_error", 6, _BOOL),
         ("dlc", 7, _UINT32),
         ("data", 8, _BYTES),
+    ],
+    "AdtfSample": [
+        ("timestamp", 1, _MESSAGE, _TIMESTAMP),
+        ("frame_id", 2, _STRING),
+        ("stream", 3, _STRING),
+        ("meta_type", 4, _STRING),
+        ("data", 5, _BYTES),
     ],
 }
 """The messages of bridge_lake.proto: (name, number, type[, message type | "repeated"])."""

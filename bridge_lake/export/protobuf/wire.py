@@ -96,6 +96,10 @@ class Fields:
         """A double field, left out where it is +0.0 (bitwise zero; -0.0 is written)."""
         self._fixed_width(number, I64, np.asarray(values, "<f8"))
 
+    def float32(self, number: int, values: ArrayLike) -> None:
+        """A float field, left out where it is +0.0 (bitwise zero)."""
+        self._fixed_width(number, I32, np.asarray(values, "<f4"))
+
     def fixed32(self, number: int, values: ArrayLike) -> None:
         """A fixed32 field (foxglove's sizes and strides), left out where 0."""
         self._fixed_width(number, I32, np.asarray(values, "<u4"))
@@ -136,6 +140,12 @@ class Fields:
         """A packed repeated double, values[offsets[i]:offsets[i + 1]] in message i."""
         values = np.ascontiguousarray(values, "<f8")
         self.binary(number, ragged_part(values.view(np.uint8), offsets * 8))
+
+    def length_prefix(self, number: int, lengths: np.ndarray) -> None:
+        """Tag and varint length of a length-delimited field in every message (the bytes
+        follow as a part of their own): an element of a repeated message field, which is
+        written even when empty."""
+        self._prefix(number, lengths, np.ones(self.n, bool))
 
     def message(self, number: int, sub: Fields, present: np.ndarray | None = None) -> None:
         """A nested message, set in every message or where `present` (sub must be empty

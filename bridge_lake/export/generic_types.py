@@ -1,0 +1,108 @@
+"""The message type of every generic lane of an export, decided once before writing.
+
+A `ddl` lane (a stream of a `ddl_<struct>` table) gets the type generated from the DDL the
+stream catalog keeps for it (`normalized/streams.ddl`, `ddl_struct`); all lanes' types are
+named together (`ddl_types.TypeSet`), so names and collisions do not depend on the order of
+streams. A stream whose struct cannot become a ROS type (`DDLTypeError`, or a DDL that no
+longer parses) goes out as `bridge_lake_msgs/msg/AdtfSample` holding its rows as JSON, with
+a warning naming the stream and the reason: nothing is dropped. Generic lanes get the stream
+as their header frame unless the rule names one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bridge_lake.export.mapping import ADTF_SAMPLE_TYPE, DDL_TYPE, JSON_TYPE
+from bridge_lake.export.messages import ExportTypes
+from bridge_lake.export.messages.ddl_types import (
+    DEFAULT_PACKAGE,
+    DDLTypeError,
+    RosStruct,
+    TypeSet,
+    build,
+)
+from bridge_lake.export.source import Lane
+from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
+from bridge_lake.formats.adtf.errors import DDLError
+from bridge_lake.lake import Lake
+from bridge_lake.lake.schemas import STREAMS
+
+FALLBACK = "fallback"
+"""lane.extra key: why the lane's struct has no ROS type (its rows go out as JSON samples)."""
+
+
+def lane_type(lane: Lane) -> str:
+    """The message type a lane writes: its generated or fallback type, else the rule's."""
+    return lane.extra.get("type", lane.rule.type)
+
+
+@dataclass
+class GenericPlan:
+    types: ExportTypes
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_types(lake: Lake, drive: str, lanes: list[Lane]) -> GenericPlan:
+    """Resolve the type of every `ddl` lane (see the module docstring)."""
+    generic = [lane for lane in lanes if lane.rule.type in (DDL_TYPE, JSON_TYPE, ADTF_SAMPLE_TYPE)]
+    for lane in generic:
+        if not lane.rule.frame_id and "stream" in lane.selection:
+            lane.frame_id = str(lane.selection["stream"])
+    ddl_lanes = [lane for lane in generic if lane.rule.type == DDL_TYPE]
+    warnings: list[str] = []
+    if not ddl_lanes:
+        return GenericPlan(ExportTypes(), warnings)
+    catalog = _catalog(lake, drive)
+    parsed: dict[str, DDL] = {}
+    sets: dict[str, TypeSet] = {}
+    roots: list[tuple[Lane, RosStruct]] = []
+    for lane in ddl_lanes:
+        stream = str(lane.selection.get("stream"))
+        package = lane.rule.options.get("package", DEFAULT_PACKAGE)
+        if package not in sets:
+            sets[package] = TypeSet(package)
+        try:
+            root = _root(lane, stream, catalog, parsed)
+        except (DDLTypeError, DDLError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            lane.extra[FALLBACK] = reason
+            lane.extra["type"] = ADTF_SAMPLE_TYPE
+            warnings.append(
+                f"{lane.topic}: stream {stream} goes out as {ADTF_SAMPLE_TYPE} (its rows as "
+                f"JSON): {exc}"
+            )
+            continue
+        sets[package].add(root)
+        roots.append((lane, root))
+    texts: dict[str, str] = {}
+    for type_set in sets.values():
+        texts.update(type_set.resolve())
+    structs = {}
+    for lane, root in roots:
+        lane.extra["type"] = root.name
+        lane.extra["struct"] = root
+        structs[root.name] = root
+    return GenericPlan(ExportTypes(texts, structs), warnings)
+
+
+def _catalog(lake: Lake, drive: str) -> dict[str, tuple[str | None, str | None]]:
+    rows = lake.read_partition(
+        "normalized", STREAMS.name, drive, columns=["stream", "ddl_struct", "ddl"]
+    ).to_pylist()
+    return {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in rows}
+
+
+def _root(
+    lane: Lane, stream: str, catalog: dict[str, tuple[str | None, str | None]], parsed: dict
+) -> RosStruct:
+    struct, text = catalog.get(stream, (None, None))
+    if not struct or not text:
+        raise DDLTypeError(struct or "?", None, f"stream {stream} has no DDL in the catalog")
+    if text not in parsed:
+        parsed[text] = parse_ddl(text)
+    rename = lane.rule.options.get("rename") or {}
+    return build(parsed[text], struct, rename={str(k): str(v) for k, v in rename.items()})
+
+
+__all__ = ["FALLBACK", "GenericPlan", "lane_type", "plan_types"]
