@@ -5,12 +5,15 @@ stream catalog keeps for it (`normalized/streams.ddl`, `ddl_struct`); all lanes'
 named together (`ddl_types.TypeSet`), so names and collisions do not depend on the order of
 streams. A stream whose struct cannot become a ROS type (`DDLTypeError`, or a DDL that no
 longer parses) goes out as `bridge_lake_msgs/msg/AdtfSample` holding its rows as JSON, with
-a warning naming the stream and the reason: nothing is dropped. Generic lanes get the stream
-as their header frame unless the rule names one.
+a warning naming the stream and the reason: nothing is dropped. A stream whose DDL the
+reader already refused (a struct containing itself, an unknown type) is in adtf_payloads:
+its AdtfSample topic carries the bytes, and a warning quotes the reader's DDLError.
+Generic lanes get the stream as their header frame unless the rule names one.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from bridge_lake.export.mapping import ADTF_SAMPLE_TYPE, DDL_TYPE, JSON_TYPE
@@ -25,8 +28,9 @@ from bridge_lake.export.messages.ddl_types import (
 from bridge_lake.export.source import Lane
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
 from bridge_lake.formats.adtf.errors import DDLError
+from bridge_lake.formats.adtf.reader import DDL_UNUSABLE
 from bridge_lake.lake import Lake
-from bridge_lake.lake.schemas import STREAMS
+from bridge_lake.lake.schemas import QUARANTINE, STREAMS
 
 FALLBACK = "fallback"
 """lane.extra key: why the lane's struct has no ROS type (its rows go out as JSON samples)."""
@@ -50,7 +54,7 @@ def plan_types(lake: Lake, drive: str, lanes: list[Lane]) -> GenericPlan:
         if not lane.rule.frame_id and "stream" in lane.selection:
             lane.frame_id = str(lane.selection["stream"])
     ddl_lanes = [lane for lane in generic if lane.rule.type == DDL_TYPE]
-    warnings: list[str] = []
+    warnings = _unusable_ddl(lake, drive, [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE])
     if not ddl_lanes:
         return GenericPlan(ExportTypes(), warnings)
     catalog = _catalog(lake, drive)
@@ -84,6 +88,28 @@ def plan_types(lake: Lake, drive: str, lanes: list[Lane]) -> GenericPlan:
         lane.extra["struct"] = root
         structs[root.name] = root
     return GenericPlan(ExportTypes(texts, structs), warnings)
+
+
+def _unusable_ddl(lake: Lake, drive: str, lanes: list[Lane]) -> list[str]:
+    """A warning for each AdtfSample lane whose stream had a DDL that did not parse (the
+    reader's quarantine row names the stream and the DDLError)."""
+    if not lanes or not lake.has_partition("normalized", QUARANTINE.name, drive):
+        return []
+    reasons = lake.read_partition("normalized", QUARANTINE.name, drive, columns=["reason"])
+    found: dict[str, str] = {}
+    for reason in reasons.column("reason").to_pylist():
+        match = _UNUSABLE.search(reason or "")
+        if match:
+            found.setdefault(match.group(1), match.group(2))
+    return [
+        f"{lane.topic}: stream {lane.selection['stream']} goes out as {ADTF_SAMPLE_TYPE} "
+        f"(bytes as recorded): its DDL is not usable: {found[lane.selection['stream']]}"
+        for lane in lanes
+        if lane.selection.get("stream") in found
+    ]
+
+
+_UNUSABLE = re.compile(r"stream '(.+?)': " + re.escape(DDL_UNUSABLE) + r": (.*)$")
 
 
 def _catalog(lake: Lake, drive: str) -> dict[str, tuple[str | None, str | None]]:

@@ -275,9 +275,10 @@ def _count_element(ddl: DDL, st: Struct, e: Element, seen: dict[str, Element]) -
 
 
 def _check_cycle(ddl: DDL, name: str, stack: tuple[str, ...]) -> None:
-    if name in stack:
-        raise DDLError(f"struct {name} contains itself ({' -> '.join((*stack, name))})")
     for e in ddl.structs[name].elements:
+        if e.type in (*stack, name):
+            chain = " -> ".join((*stack, name, e.type))
+            raise DDLError(f"struct {name} element {e.name}: contains itself ({chain})")
         if e.type in ddl.structs:
             _check_cycle(ddl, e.type, (*stack, name))
 

@@ -66,6 +66,10 @@ DECODE_BATCH = 1 << 20
 DECODE_SPAN = 64 << 20
 """...or bytes of file one decode batch may span (a sparse stream in a big file)."""
 
+DDL_UNUSABLE = "DDL not usable, samples kept as bytes"
+"""How a stream whose DDL does not parse is reported (with its name and the DDLError): its
+samples then land as payload bytes, and the export says so when it writes them."""
+
 
 def _record(kind: str, endian: str) -> np.dtype:
     """Chunk header time + sample envelope, as read for every sample of a stream at once.
@@ -235,8 +239,9 @@ class DatFile:
             return
         try:
             parsed = ddl_mod.parse_ddl(defs.value)
-        except DDLError as exc:
-            self.issues.report(DDLError(exc.reason, path=self.path, offset=at))
+        except DDLError as exc:  # the stream's samples stay bytes (adtf_payloads)
+            reason = f"stream {stream.name!r}: {DDL_UNUSABLE}: {exc.reason}"
+            self.issues.report(DDLError(reason, path=self.path, offset=at))
             return
         if struct_prop.value in parsed.structs:
             stream.ddl, stream.ddl_struct = parsed, struct_prop.value
