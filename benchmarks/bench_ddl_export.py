@@ -205,7 +205,9 @@ def bench_export(root: Path, ddl, rows: pa.Table, subset: int) -> None:
                                         msgdef=d.text, md5sum=d.md5sum)  # fmt: skip
                 for i in range(subset):
                     msg = rosbags_objects(store, root_type, cols, i, ros)
-                    w.write(conn, int(cols["time_ns"][i]), store.serialize_ros1(msg, root_type.name))
+                    w.write(
+                        conn, int(cols["time_ns"][i]), store.serialize_ros1(msg, root_type.name)
+                    )
                 w.close()
                 return
             with (root / "peer.mcap").open("wb") as f:

@@ -23,10 +23,10 @@ from rosbags.interfaces import (
     QosReliability,
     QosTime,
 )
-from rosbags.rosbag1 import Writer as Bag1Writer
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Bag2Writer
 
+from bridge_lake.export.bag1_writer import BulkBag1Writer as Bag1Writer
 from bridge_lake.export.mcap_writer import McapWriter
 from bridge_lake.export.messages import ExportTypes, Serialized
 
@@ -210,7 +210,8 @@ class Bag2Output:
 
 
 class Bag1Output:
-    """A ROS 1 bag (v2.0): LZ4 chunks by default, BZ2 or none; chunk size settable."""
+    """A ROS 1 bag (v2.0): LZ4 chunks by default, BZ2 or none; chunk size settable. Messages
+    go in a batch at a time (`bag1_writer`)."""
 
     def __init__(
         self,
@@ -248,7 +249,8 @@ class Bag1Output:
         return len(self.connections) - 1
 
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
-        write_each(self.writer.write, self.connections, channels, times, messages)
+        ids = np.array([-1] + [c.id for c in self.connections[1:]], np.int64)
+        self.writer.write_batch(ids[channels], times, messages)
 
     def add_metadata(self, name: str, data: dict[str, str]) -> None:
         """ROS 1 bags have no metadata records: kept in the export's sidecar summary."""
