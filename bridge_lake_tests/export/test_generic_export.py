@@ -236,3 +236,44 @@ def test_the_exports_health_counts_every_generic_stream(real_lake, tmp_path):
 def test_split_values_become_valid_ros_names(value, topic):
     rule = TopicRule("/adtf/{stream}", "ddl", "normalized/ddl_*", split_by="stream")
     assert rule.topic_for(value) == topic
+
+
+def test_a_mapping_renames_topics_fields_and_the_package(real_lake, tmp_path):
+    lake, _, _ = real_lake
+    mapping = tmp_path / "mine.yaml"
+    mapping.write_text(
+        "topics:\n  - topic: /vehicle/{stream}\n    type: ddl\n    table: normalized/ddl_mytype\n"
+        "    split_by: stream\n    frame_id: rec\n"
+        "    options: {package: veh_msgs, rename: {testval1: value_a}}\n"
+    )
+    out = tmp_path / "mine_bag2"
+    export = export_drive(lake, "real", out, ExportRequest(format="bag2", mapping=mapping))
+    assert export.topics["/vehicle/test_serialize"].type == "veh_msgs/msg/Mytype"
+    got = read(out)["/vehicle/test_serialize"]
+    assert got[0][1] == "veh_msgs/msg/Mytype"
+    assert [fields_of(m)["value_a"] for _, _, m in got] == list(range(1000))
+    assert {time_of(m)[1] for _, _, m in got} == {"rec"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(mapping.read_text().replace("value_a", "Value-A"))
+    with pytest.raises(BridgeLakeError, match=r"options\.rename\.testval1: 'Value-A' is not"):
+        export_drive(lake, "real", tmp_path / "x.bag", ExportRequest(format="bag1", mapping=bad))
+
+
+def test_cli_fails_naming_unsupported_topics_or_skips_them(real_lake, tmp_path, capsys):
+    from bridge_lake.cli import main
+
+    lake, _, _ = real_lake
+    mapping = tmp_path / "json.yaml"
+    mapping.write_text(
+        "topics:\n  - topic: /adtf/{stream}\n    type: json\n    table: normalized/ddl_*\n"
+        "    split_by: stream\n"
+    )
+    args = ["export", "--lake", lake.root, "--drive", "real", "--format", "bag1", "--quiet",
+            "--mapping", str(mapping), "--out", str(tmp_path / "x.bag")]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "cannot carry" in err and "/adtf/test_serialize (json)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main([*args, "--skip-unsupported"]) == 0
+    out = capsys.readouterr().out
+    assert "left out (--skip-unsupported): /adtf/test_serialize, 1000 rows" in out
