@@ -55,6 +55,7 @@ topics:
 
 
 def ddl_text() -> str:
+    """The struct's DDL (ADTF 3 style: serialized positions, deserialized alignment 1)."""
     pos, body = 0, []
     for name, type_, code in ELEMENTS:
         body.append(
@@ -63,8 +64,11 @@ def ddl_text() -> str:
         )
         pos += struct.calcsize("<" + code)
     assert pos == 40
-    return '<structs><struct name="tVehicleState" alignment="1">' + "".join(body)
-    # closed by the caller
+    return (
+        '<structs><struct name="tVehicleState" alignment="1">'
+        + "".join(body)
+        + "</struct></structs>"
+    )
 
 
 def table(n: int) -> tuple[object, pa.Table]:
@@ -72,7 +76,7 @@ def table(n: int) -> tuple[object, pa.Table]:
     from bridge_lake.formats.adtf.ddl_decode import decode
     from bridge_lake.normalize.adtf_generic import element_columns
 
-    ddl = parse_ddl(ddl_text() + "</struct></structs>")
+    ddl = parse_ddl(ddl_text())
     rng = np.random.default_rng(0)
     raw = rng.integers(0, 256, (n, 40), dtype=np.uint8)
     raw[:, :16] = np.frombuffer(rng.normal(0, 100, 2 * n).tobytes(), np.uint8).reshape(n, 16)
