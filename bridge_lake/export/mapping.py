@@ -32,6 +32,7 @@ import yaml
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.messages.ddl_types import FIELD_PATTERN, PACKAGE_PATTERN
+from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
 from bridge_lake.lake.schemas import CALIBRATED, GENERIC_PREFIX, NORMALIZED
 from bridge_lake.yaml_input import safe_load
 
@@ -43,7 +44,6 @@ JSON_TYPE = "json"
 DDL_TYPE = "ddl"
 """Generic table rows as the message type generated from each stream's DDL struct
 (`bridge_lake.export.messages.ddl_types`; options: `package`, `rename`)."""
-ADTF_SAMPLE_TYPE = "bridge_lake_msgs/msg/AdtfSample"
 GENERATED_TYPES = frozenset({JSON_TYPE, DDL_TYPE})
 """Types whose `table` may be a glob (`normalized/ddl_*`): one lane per table and stream."""
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")

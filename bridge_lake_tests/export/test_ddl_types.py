@@ -29,7 +29,7 @@ from bridge_lake.formats.adtf.ddl import DDL, Struct
 from bridge_lake.formats.adtf.ddl_decode import decode
 from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
-from bridge_lake.normalize.adtf_generic import BASE_COLUMNS, element_columns
+from bridge_lake.normalize.adtf_generic import element_columns
 from bridge_lake.normalize.drive import normalize_drive
 from bridge_lake_tests.export.readers import fields_of, read, time_of
 from bridge_lake_tests.export.test_generic_export import same, unflatten
@@ -229,12 +229,6 @@ def test_bad_ddl_is_a_typed_error_naming_struct_and_element() -> None:
     euro = DDL(base.datatypes, {}, {"s": Struct("s", 1, (replace(a, name="€"),))}, {}, {})
     with pytest.raises(DDLTypeError, match="element '€': name has no letter"):
         build(euro, "s")
-
-
-def test_lake_base_columns_agree() -> None:
-    from bridge_lake.export.messages import ddl_types
-
-    assert ddl_types.BASE_COLUMNS == BASE_COLUMNS
 
 
 @pytest.mark.parametrize("ros", [1, 2])

@@ -36,15 +36,10 @@ from dataclasses import dataclass, field
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf.ddl import DDL, Struct
+from bridge_lake.normalize.adtf_generic import BASE_COLUMNS
 
 DEFAULT_PACKAGE = "adtf_msgs"
 HEADER_TYPE = "std_msgs/msg/Header"
-BASE_COLUMNS = ("time_ns", "sample_time_ns", "stream")
-"""Columns every generic table starts with; an element of that name is stored as `name_`
-(`bridge_lake.normalize.adtf_generic.BASE_COLUMNS`, which the import direction keeps us from
-importing: normalize is above formats, export above normalize, but this module must not
-depend on normalize's internals; a test checks the two agree)."""
-
 DTYPES = {
     "bool": "u1",
     "uint8": "u1",
