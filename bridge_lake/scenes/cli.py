@@ -286,7 +286,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from bridge_lake import settings
-    from bridge_lake.scenes.replay import render_html, render_json, render_table, replay_check
+    from bridge_lake.scenes.replay import replay_check
+    from bridge_lake.scenes.replay_report import render_html, render_json, render_table
 
     options = settings.storage_options(args.against) if args.against else None
     report = replay_check(
