@@ -1,8 +1,10 @@
 """The raw manifest of a drive: every file registered, checksummed and identified.
 
-This is the raw layer's record of what landed, so it never fails on one bad file: an
-unreadable file becomes a row with `readable = false` and its reason, and the asset checks
-decide what that means for the drive.
+This is the raw layer's record of what landed, so it never fails on one bad file: a file
+that cannot be read from the landing zone (`error`) or a recording that is damaged, truncated
+or empty (`detected.problem`, in the reader's words) becomes a row with `readable = false` and
+its reason, and the asset checks decide what that means for the drive: an I/O error blocks it,
+a damaged recording is a warning and is quarantined as a file by the normalized layer.
 """
 
 from __future__ import annotations
@@ -30,18 +32,20 @@ class FileEntry:
     sha256: str | None
     detected: Detected
     error: str | None
+    """Why the file could not be read from the landing zone (I/O, a path leaving the drive)."""
 
     @property
     def readable(self) -> bool:
-        return self.error is None
+        return self.error is None and self.detected.problem is None
+
+    @property
+    def damaged(self) -> bool:
+        """Read fine, but not valid as the format it claims (a damaged recording)."""
+        return self.error is None and self.detected.problem is not None
 
     @property
     def is_recording(self) -> bool:
-        return (
-            self.readable
-            and self.detected.format in RECORDING_FORMATS
-            and not self.detected.problem
-        )
+        return self.readable and self.detected.format in RECORDING_FORMATS
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,12 @@ class DriveManifest:
 
     @property
     def unreadable(self) -> list[FileEntry]:
-        return [e for e in self.entries if not e.readable]
+        """Files the landing zone could not give us (not damaged ones: see `damaged`)."""
+        return [e for e in self.entries if e.error is not None]
+
+    @property
+    def damaged(self) -> list[FileEntry]:
+        return [e for e in self.entries if e.damaged]
 
     @property
     def total_bytes(self) -> int:
@@ -113,8 +122,9 @@ def _inspect(landing: LandingZone, drive_id: str, file: LandingFile) -> FileEntr
                 head += block[: HEAD_BYTES - len(head)]
             digest.update(block)
     except (OSError, BridgeLakeError) as exc:
-        return FileEntry(file, None, detect(file.path, head), f"{type(exc).__name__}: {exc}")
-    return FileEntry(file, digest.hexdigest(), detect(file.path, head), None)
+        found = detect(file.path, head, None)
+        return FileEntry(file, None, found, f"{type(exc).__name__}: {exc}")
+    return FileEntry(file, digest.hexdigest(), detect(file.path, head, file.size), None)
 
 
 def _read_meta(

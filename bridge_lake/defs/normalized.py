@@ -71,13 +71,6 @@ def write_report(
     files = store.read_partition(
         "raw", RAW_MANIFEST.name, drive, columns=["path", "size_bytes", "format", "problem"]
     ).to_pylist()
-    reasons = {}
-    if published and result.quarantined:
-        q = store.read_partition("normalized", QUARANTINE.name, drive, columns=["reason"])
-        counts = q.group_by("reason").aggregate([("reason", "count")])
-        reasons = dict(
-            zip(counts["reason"].to_pylist(), counts["reason_count"].to_pylist(), strict=True)
-        )
     cameras = lidar = None
     if published:  # read back a few rows of what was just published (previews.py)
         cameras = camera_preview(store, drive)
@@ -90,7 +83,7 @@ def write_report(
         findings=findings,
         meta={k: meta.get(k) for k in REPORT_FACTS},
         files=files,
-        quarantine_reasons=reasons,
+        quarantine_reasons=result.quarantine_reasons,  # staged or published: the same rows
         cameras=cameras,
         lidar=lidar,
         published=published,
@@ -177,6 +170,12 @@ def normalized(
         pc.is_null(manifest.column("problem")),
     )
     recordings = manifest.filter(is_recording).column("path").to_pylist()
+    damaged = {
+        r["path"]: (r["problem"], r["size_bytes"])
+        for r in manifest.filter(
+            pc.and_(pc.invert(manifest.column("readable")), pc.is_valid(manifest.column("sha256")))
+        ).to_pylist()
+    }  # read from the landing zone, but not valid as the recording it claims to be
     findings: list[quality.Finding] = []
 
     def audit(staged: NormalizeResult) -> bool:
@@ -194,6 +193,7 @@ def normalized(
         normalizers={**NORMALIZERS, "adtf": user_mapping},
         audit=audit,
         progress=progress.update,
+        damaged=damaged,
     )
     progress.done()
     context.log.info(

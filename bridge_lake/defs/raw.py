@@ -28,12 +28,22 @@ ASSET = "raw_manifest"
     ),
     check_specs=[
         check_spec("drive_yaml_valid", ASSET, "drive.yaml exists and is valid", blocking=True),
-        check_spec("has_recording", ASSET, "at least one ADTF or NCLT recording", blocking=True),
-        check_spec("no_unreadable_file", ASSET, "every file could be read", blocking=True),
+        check_spec(
+            "has_recording", ASSET, "at least one intact ADTF or NCLT recording", blocking=True
+        ),
+        check_spec(
+            "no_unreadable_file",
+            ASSET,
+            "every file could be read from the landing zone (I/O; damaged recordings are "
+            "formats_valid's)",
+            blocking=True,
+        ),
         check_spec(
             "formats_valid",
             ASSET,
-            "no file claims a format it does not follow (e.g. unknown IFHD version)",
+            "every recording is intact: a damaged, truncated or empty one (or an unknown IFHD "
+            "version) is named with its reason and quarantined as a file; the rest of the "
+            "drive lands",
             blocking=False,
         ),
     ],
@@ -72,10 +82,14 @@ def raw_manifest(
         passed=manifest.meta is not None,
         metadata={"problem": manifest.meta_problem or ""},
     )
+    damaged = manifest.damaged
     yield dg.AssetCheckResult(
         check_name="has_recording",
         passed=bool(manifest.recordings),
         metadata={"recordings": len(manifest.recordings), "files": len(manifest.entries)},
+        description=f"{len(manifest.recordings)} intact recordings"
+        if manifest.recordings
+        else "no intact recording" + (f": {_listed(damaged)}" if damaged else ""),
     )
     unreadable = manifest.unreadable
     yield dg.AssetCheckResult(
@@ -85,14 +99,26 @@ def raw_manifest(
             "unreadable": len(unreadable),
             "files": dg.MetadataValue.json({e.file.path: e.error for e in unreadable[:20]}),
         },
+        description=f"{len(unreadable)} files could not be read: "
+        + "; ".join(f"{e.file.path}: {e.error}" for e in unreadable[:5])
+        if unreadable
+        else f"all {len(manifest.entries)} files read",
     )
-    invalid = [e for e in manifest.entries if e.detected.problem]
     yield dg.AssetCheckResult(
         check_name="formats_valid",
-        passed=not invalid,
+        passed=not damaged,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "invalid": len(invalid),
-            "files": dg.MetadataValue.json({e.file.path: e.detected.problem for e in invalid[:20]}),
+            "invalid": len(damaged),
+            "files": dg.MetadataValue.json({e.file.path: e.detected.problem for e in damaged[:20]}),
         },
+        description=f"{len(damaged)} damaged files, quarantined as files: {_listed(damaged)}"
+        if damaged
+        else "every recording is intact",
     )
+
+
+def _listed(entries: list) -> str:
+    """`path (reason)` of the first few files, for a check's one-line description."""
+    more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+    return "; ".join(f"{e.file.path} ({e.detected.problem})" for e in entries[:5]) + more

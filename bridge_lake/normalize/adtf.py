@@ -217,24 +217,33 @@ def _normalize_recording(
     """One recording, maybe split: each stream one job across all parts (matched by stream
     name; stream ids may differ between parts), so it is one stream of one time base."""
     jobs: dict[str, _Job | _Substreams] = {}
-    for path, rel in zip(parts, rels, strict=True):
-        _normalize_part(path, rel, SOURCE_SEPARATOR.join(rels), sink, mapping, used, jobs, clock_)
+    source = SOURCE_SEPARATOR.join(rels)
+    samples = [
+        _normalize_part(path, rel, source, sink, mapping, used, jobs, clock_)
+        for path, rel in zip(parts, rels, strict=True)
+    ]
     for job in jobs.values():
         job.finish()
+    if samples and all(n == 0 for n in samples):  # opened, streams maybe, not one sample
+        used.add(f"{source}#file")
+        sink.quarantine_file(
+            source,
+            "empty",
+            f"empty recording: {len(jobs)} streams, no samples",
+            size=sum(p.stat().st_size for p in parts),
+        )
 
 
 def _unreadable(path: Path, rel: str, sink: DriveSink, used: set, exc: AdtfError) -> None:
-    """The whole file is one unreadable record: counted and quarantined, not skipped."""
-    name = _unique(f"{rel}#file", rel, used)
-    sink.declare(StreamInfo(name, UNMAPPED_TABLE, rel, "file:unreadable"))
-    sink.read(name, UNMAPPED_TABLE, 1)
-    sink.quarantine(
-        name,
-        UNMAPPED_TABLE,
-        source_file=rel,
-        reasons=[f"unreadable recording: {exc.reason}"],
-        byte_offset=[exc.offset],
-        byte_length=[path.stat().st_size],
+    """The whole file is one unreadable record: counted and quarantined, not skipped. The
+    reason is the reader's, as the raw manifest's `problem` has it."""
+    used.add(f"{rel}#file")
+    sink.quarantine_file(
+        rel,
+        "unreadable",
+        f"unreadable recording: {exc.reason}",
+        size=path.stat().st_size,
+        offset=exc.offset,
     )
 
 
@@ -247,13 +256,14 @@ def _normalize_part(
     used: set,
     jobs: dict[str, _Job | _Substreams],
     clock_: RecordingClock,
-) -> None:
-    """One file of a recording into the recording's `jobs` (flushed, not finished)."""
+) -> int | None:
+    """One file of a recording into the recording's `jobs` (flushed, not finished); returns
+    how many samples it held, None when it could not be opened (quarantined as a file)."""
     try:
         f = open_dat(path, strict=False)
     except AdtfError as exc:
         _unreadable(path, rel, sink, used, exc)
-        return
+        return None
     with f:
         data = np.frombuffer(f.view, dtype=np.uint8) if len(f.view) else np.zeros(0, np.uint8)
         here: dict[int, _Job | _Substreams] = {}
@@ -281,7 +291,9 @@ def _normalize_part(
             job_for(stream)
         samples = f.samples()
         release_at, step = RELEASE_BYTES, CHECK_EVERY
+        count = 0
         while chunk := list(itertools.islice(samples, step)):
+            count += len(chunk)
             for s in chunk:
                 adds[s[0]](s)
             at = chunk[-1].offset
@@ -309,6 +321,7 @@ def _normalize_part(
             reasons=[f"{type(e).__name__}: {e.reason}" for e in issues],
             byte_offset=[e.offset for e in issues],
         )
+    return count
 
 
 def _set_part(job: _Job | _Substreams, rel: str, source: str, clock_: RecordingClock) -> None:

@@ -61,6 +61,11 @@ CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
         "every stream starts and ends with the others (within 10% of the drive's span)",
         False,
     ),
+    "files": (
+        "every recording file was read whole: an empty, truncated, unreadable or damaged one "
+        "is quarantined as a file and named here with its reason (the rest of the drive lands)",
+        False,
+    ),
 }
 QUARANTINE_CHECKS: dict[str, tuple[str, bool]] = {
     "quarantine_share": (f"at most {QUARANTINE_LIMIT:.0%} of any stream quarantined", False),
@@ -205,7 +210,38 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
         ),
         coverage_finding(streams),
         *mapping_findings(streams),
+        files_finding(streams),
     ]
+
+
+def files_finding(streams: list) -> Finding:
+    """`files` (warning): the files that were quarantined whole or read with damage (streams
+    whose source_type starts with `file:`), each with its most frequent reason."""
+    bad = [s for s in streams if s.info.source_type.startswith("file:")]
+    problems = {
+        s.info.source_file: {
+            "kind": s.info.source_type.removeprefix("file:"),
+            "quarantined": s.rows_quarantined,
+            "reason": s.reasons.most_common(1)[0][0] if s.reasons else "",
+        }
+        for s in bad
+    }
+    listed = "; ".join(
+        f"{f} ({p['reason']}" + (f", {p['quarantined']} records" if p["quarantined"] > 1 else "")
+        + ")"
+        for f, p in list(problems.items())[:5]
+    )
+    more = f" and {len(problems) - 5} more" if len(problems) > 5 else ""
+    return Finding(
+        "streams",
+        "files",
+        not bad,
+        False,
+        {"files": problems},
+        f"{len(problems)} files quarantined or damaged: {listed}{more}"
+        if bad
+        else "every recording file was read whole",
+    )
 
 
 def mapping_findings(streams: list) -> list[Finding]:
@@ -295,7 +331,9 @@ def quarantine_findings(streams: list) -> list[Finding]:
     heavy = {
         s.info.stream: {"quarantined": s.rows_quarantined, "read": s.records_read}
         for s in streams
-        if s.records_read and s.rows_quarantined / s.records_read > QUARANTINE_LIMIT
+        if s.records_read
+        and s.rows_quarantined / s.records_read > QUARANTINE_LIMIT
+        and not s.info.source_type.startswith("file:")  # whole files: the `files` check
     }
     total = sum(s.rows_quarantined for s in streams)
     return [

@@ -14,6 +14,7 @@ the records themselves; `lidar_points` keeps none (its scans carry the time fact
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -36,6 +37,8 @@ from bridge_lake.normalize.quality import value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
 """Tables whose per-row times are not tracked (billions of points; their scans are)."""
+FILE_PREFIX = "file:"
+"""source_type prefix of the streams that stand for a file's problems, not its records."""
 SOURCE_SEPARATOR = ", "
 """Between the files of one stream's `source_file` (the parts of a split ADTF recording)."""
 ENCODE_THREADS = {"lidar_points": 2}
@@ -106,6 +109,9 @@ class StreamStats:
     violations: dict[str, int] = field(default_factory=dict)
     track: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """GNSS streams: (lat_deg, lon_deg) per batch, for the report's map (16 B a fix)."""
+    reasons: Counter[str] = field(default_factory=Counter)
+    """Quarantined records of the stream counted by reason (the report and the checks
+    name them without reading the quarantine table back)."""
 
     @property
     def conserved(self) -> bool:
@@ -133,6 +139,14 @@ class NormalizeResult:
     table_rows: dict[str, int]
     table_files: dict[str, list[str]]
     quarantined: int
+
+    @property
+    def quarantine_reasons(self) -> dict[str, int]:
+        """Every quarantined record counted by reason, over all streams."""
+        total: Counter[str] = Counter()
+        for s in self.streams:
+            total.update(s.reasons)
+        return dict(total)
 
 
 class DriveSink:
@@ -275,8 +289,38 @@ class DriveSink:
                 schema=QUARANTINE.schema,
             )
         )
-        self._stats(stream, table).rows_quarantined += n
+        stats = self._stats(stream, table)
+        stats.rows_quarantined += n
+        stats.reasons.update(reasons)
         self._quarantined += n
+
+    def quarantine_file(
+        self,
+        source_file: str,
+        kind: str,
+        reason: str,
+        *,
+        size: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        """A whole file as one quarantined record: an empty, truncated or unreadable
+        recording. Its stream is `<file>#file` with source_type `file:<kind>`, so the
+        `files` check names it and completeness counts the file as read."""
+        name = f"{source_file}#file"
+        self.declare(StreamInfo(name, QUARANTINE.name, source_file, f"{FILE_PREFIX}{kind}"))
+        self.read(name, QUARANTINE.name, 1)
+        self.quarantine(
+            name,
+            QUARANTINE.name,
+            source_file=source_file,
+            reasons=[reason],
+            byte_offset=[offset],
+            byte_length=[size],
+        )
+
+    def streams(self) -> list[StreamStats]:
+        """Every stream declared so far, with its figures."""
+        return list(self._streams.values())
 
     # --- publishing ---------------------------------------------------------------------
 
