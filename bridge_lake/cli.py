@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
 from bridge_lake.cli_common import lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
@@ -467,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_waypoints)
 
     add_mapping_commands(sub)
+    add_rig_commands(sub)
     add_scene_commands(sub)
     return parser
 

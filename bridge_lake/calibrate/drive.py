@@ -35,9 +35,18 @@ from bridge_lake.lake.schemas.calibrated import (
 )
 from bridge_lake.memory import release_large_frees
 
-SPATIAL_TABLES = ("imu", "gnss", "heading", "lidar_scans", "camera_frames", "laser_scans")
-"""Normalized tables whose rows are measured in a sensor frame: each frame_id needs an
-extrinsic in the rig (CAN frames, wheel speeds and odometry worlds do not)."""
+FRAME_KINDS = {
+    "imu": "imu",
+    "gnss": "gnss",
+    "heading": "heading",
+    "lidar_scans": "lidar",
+    "camera_frames": "camera",
+    "laser_scans": "laser",
+}
+"""Normalized tables whose rows are measured in a sensor frame, with the rig `kind` of that
+frame: each frame_id needs an extrinsic in the rig (CAN frames, wheel speeds and odometry
+worlds do not)."""
+SPATIAL_TABLES = tuple(FRAME_KINDS)
 DESKEW_KEY = "deskew"
 """drive.yaml key (true/false) that switches lidar motion compensation on for a drive."""
 ENCODE_THREADS = {LIDAR_POINTS.name: 2}
@@ -48,6 +57,10 @@ class CalibrateResult:
     drive: str
     rig: Rig | None = None
     rig_problem: str | None = None
+    rigless: bool = False
+    """No rig for the vehicle at the drive's date (not a broken rig file): the drive is
+    calibrated without transforms, its rows stay in their sensor frames, and exports carry
+    no /tf_static and no /tf."""
     drive_date: dt.date | None = None
     date_source: str = ""
     sensor_frames: dict[str, list[str]] = field(default_factory=dict)
@@ -86,14 +99,16 @@ def calibrate_drive(
     result.deskew = bool(extra.get(DESKEW_KEY, False)) if deskew is None else deskew
     streams = lake.read_partition("normalized", STREAMS.name, drive_id)
     result.drive_date, result.date_source = drive_date(meta.get("recorded_at"), streams)
-    result.sensor_frames = _sensor_frames(lake, drive_id)
+    result.sensor_frames = sensor_frames(lake, drive_id)
     try:
         if not meta.get("vehicle"):
             raise RigNotFoundError("drive.yaml names no vehicle")
         if result.drive_date is None:
             raise RigNotFoundError("the drive has no date (no recorded_at and no timed rows)")
         result.rig = find_rig(meta["vehicle"], result.drive_date, rig_dirs(rig_folders))
-    except (RigError, RigNotFoundError) as exc:
+    except RigNotFoundError as exc:
+        result.rig_problem, result.rigless = str(exc), True
+    except RigError as exc:
         result.rig_problem = str(exc)
     writers = {
         name: lake.partition_writer(
@@ -104,6 +119,8 @@ def calibrate_drive(
     try:
         if result.rig is not None:
             _calibrate(lake, drive_id, result, streams, writers, progress)
+        elif result.rigless:
+            _calibrate_without_rig(lake, drive_id, result, streams, writers)
         for w in writers.values():
             w.close()
         result.table_rows = {name: w.rows_written for name, w in writers.items()}
@@ -140,12 +157,7 @@ def _calibrate(
     if result.track is not None:
         writers[POSES.name].write(_poses_table(result.track))
         writers[MAP_ORIGIN.name].write(_origin_table(result.track))
-    scans = lake.read_partition(
-        "normalized",
-        "lidar_scans",
-        drive_id,
-        columns=["scan_id", "stream", "frame_id", "time_ns", "end_time_ns", "point_count"],
-    )
+    scans = _scans(lake, drive_id)
     result.scans_in = scans.num_rows
     lidar_frames = set(scans.column("frame_id").to_pylist())
     deskewed: set[int] = set()
@@ -166,6 +178,32 @@ def _calibrate(
     writers[FRAMES.name].write(result.frames.table)
 
 
+def _calibrate_without_rig(
+    lake: Lake,
+    drive_id: str,
+    result: CalibrateResult,
+    streams: pa.Table,
+    writers: dict[str, PartitionWriter],
+) -> None:
+    """A drive whose vehicle has no rig: no transforms, no poses in base_link, no points in
+    base_link (they stay in normalized/lidar_points, in their sensor frames), but its key
+    frames, so the layer is complete and exports run in sensor frames."""
+    scans = _scans(lake, drive_id)
+    result.scans_in = scans.num_rows
+    result.points_in = int(pc.sum(scans.column("point_count")).as_py() or 0)
+    result.frames = build_frames(scans, _candidates(lake, drive_id, None, streams), None, set())
+    writers[FRAMES.name].write(result.frames.table)
+
+
+def _scans(lake: Lake, drive_id: str) -> pa.Table:
+    return lake.read_partition(
+        "normalized",
+        "lidar_scans",
+        drive_id,
+        columns=["scan_id", "stream", "frame_id", "time_ns", "end_time_ns", "point_count"],
+    )
+
+
 def drive_date(recorded_at: str | None, streams: pa.Table) -> tuple[dt.date | None, str]:
     """drive.yaml's recorded_at (its date part) or, without a usable one, the date of the
     first master time; with where it came from (shown in the rig_found check)."""
@@ -181,7 +219,8 @@ def drive_date(recorded_at: str | None, streams: pa.Table) -> tuple[dt.date | No
     return dt.datetime.fromtimestamp(first / 1e9, tz=dt.UTC).date(), note
 
 
-def _sensor_frames(lake: Lake, drive_id: str) -> dict[str, list[str]]:
+def sensor_frames(lake: Lake, drive_id: str) -> dict[str, list[str]]:
+    """frame_id → the normalized SPATIAL_TABLES whose rows of the drive use it."""
     frames: dict[str, list[str]] = {}
     for table in SPATIAL_TABLES:
         ids = lake.read_partition("normalized", table, drive_id, columns=["frame_id"])
@@ -261,8 +300,9 @@ def _origin_table(track: PoseTrack) -> pa.Table:
     )
 
 
-def _candidates(lake: Lake, drive_id: str, rig: Rig, streams: pa.Table) -> list[StreamTimes]:
-    """Every camera, IMU and GNSS stream's sorted times (rig time offsets applied)."""
+def _candidates(lake: Lake, drive_id: str, rig: Rig | None, streams: pa.Table) -> list[StreamTimes]:
+    """Every camera, IMU and GNSS stream's sorted times (rig time offsets applied, none
+    without a rig)."""
     rates = {
         (r["stream"], r["table"]): r["expected_rate_hz"] or r["mean_rate_hz"]
         for r in streams.select(["stream", "table", "expected_rate_hz", "mean_rate_hz"]).to_pylist()
@@ -275,7 +315,7 @@ def _candidates(lake: Lake, drive_id: str, rig: Rig, streams: pa.Table) -> list[
         for stream in sorted(pc.unique(rows.column("stream")).to_pylist()):
             sel = rows.filter(pc.equal(rows.column("stream"), stream))
             frame = sel.column("frame_id")[0].as_py()
-            offset = rig.frames[frame].time_offset_ns if frame in rig.frames else 0
+            offset = rig.frames[frame].time_offset_ns if rig and frame in rig.frames else 0
             times = np.sort(sel.column("time_ns").to_numpy() + offset)
             out.append(StreamTimes(stream, table, times, rates.get((stream, table))))
     return out

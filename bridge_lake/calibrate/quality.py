@@ -56,7 +56,15 @@ CHECKS: dict[str, dict[str, tuple[str, bool]]] = {
 """table → check → (description, is ERROR and blocking)."""
 
 
+NO_RIG = "no rig: exports carry no transforms"
+"""The warning of a drive with sensors whose vehicle has no rig at the drive's date."""
+RIG_INIT = "bridge-lake rig init --drive {drive}"
+"""How a user gets a rig template listing the drive's sensor frames (named in the warning)."""
+
+
 def findings(r: CalibrateResult) -> list[Finding]:
+    if r.rig is None and r.rigless:
+        return _rigless_findings(r)
     out = [*_rig_findings(r)]
     if r.rig is None:  # nothing else was computed: report the rest as not run (failed)
         why = f"not run: {r.rig_problem}"
@@ -72,6 +80,61 @@ def findings(r: CalibrateResult) -> list[Finding]:
 
 def _f(table: str, check: str, passed: bool, summary: str, **metadata) -> Finding:
     return Finding(table, check, passed, CHECKS[table][check][1], metadata, summary)
+
+
+def _rigless_findings(r: CalibrateResult) -> list[Finding]:
+    """No rig for the vehicle (none at all, or none valid yet at the drive's date).
+
+    Without spatial sensor rows nothing needs one: every check passes with that note. With
+    sensors the drive is still calibrated, without transforms: rig_found fails as a WARN
+    (`NO_RIG`, with the reason and the command that writes a template), the transform and
+    point checks pass saying the rows stay in their sensor frames, poses_available warns."""
+    frames = ", ".join(f"{k} ({', '.join(v)})" for k, v in r.sensor_frames.items())
+    if r.sensor_frames:
+        note = "no rig: rows stay in their sensor frames"
+        rig = Finding(
+            "tf_static",
+            "rig_found",
+            False,
+            False,  # a WARN: exports run in sensor frames
+            {"problem": r.rig_problem, "sensor_frames": sorted(r.sensor_frames)},
+            f"{NO_RIG} ({r.rig_problem}); sensor frames {frames}; write a rig with "
+            + RIG_INIT.format(drive=r.drive),
+        )
+    else:
+        note = "no spatial sensor rows: no rig needed"
+        rig = _f("tf_static", "rig_found", True, f"{note} ({r.rig_problem})", problem=r.rig_problem)
+    out = [
+        rig,
+        _f("tf_static", "extrinsics_complete", True, f"{note}: {frames or 'none'}"),
+        _f("tf_static", "rotations_valid", True, f"{note}: no rotation to check"),
+        _f(
+            "poses",
+            "poses_available",
+            not r.sensor_frames,  # nothing to locate: passes; sensors without a rig: a WARN
+            f"{note}: no poses in a map",
+            problem=note,
+        ),
+        _f("poses", "quaternions_unit", True, "no poses to check"),
+        _f("poses", "pose_jumps", True, "no poses to check", pose_jumps=0),
+        _f(
+            "lidar_points",
+            "points_conserved",
+            r.table_rows.get("lidar_points", 0) == 0,
+            f"{note}: {r.points_in} points stay in normalized/lidar_points "
+            "(calibrated/lidar_points is empty)",
+            points_in=r.points_in,
+            points_out=r.table_rows.get("lidar_points", 0),
+        ),
+        _f("lidar_points", "points_plausible", True, f"{note}: no point moved to check"),
+    ]
+    frames = [
+        _f("frames", f.check, True, "no poses without a rig: key frames carry none")
+        if f.check == "pose_interpolation"
+        else f
+        for f in _frame_findings(r)
+    ]
+    return [*out, *frames]
 
 
 def _rig_findings(r: CalibrateResult) -> list[Finding]:

@@ -13,7 +13,12 @@ from bridge_lake.defs.checks import check_spec
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.export.exporter import ExportRequest
-from bridge_lake.export.lake_exports import drive_mapping, export_to_lake
+from bridge_lake.export.lake_exports import (
+    NO_TRANSFORMS,
+    drive_mapping,
+    export_to_lake,
+    has_transforms,
+)
 from bridge_lake.progress import Progress
 
 ASSET = "exports"
@@ -50,6 +55,12 @@ def _spec(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             True,
         ),
         _spec("rates", "each topic's rate within 30% of its stream's nominal rate", False),
+        _spec(
+            "transforms",
+            "the drive's rig gave /tf_static (and poses /tf); without a rig the exports run "
+            "in sensor frames with this warning",
+            False,
+        ),
     ],
     op_tags={"bridge_lake/heavy": "true"},
     pool="exports",
@@ -129,6 +140,17 @@ def exports(
         or f"{sum(e.health.messages for e in made)} messages in {len(made)} file(s) decode "
         "and match the lake",
         metadata={"problems": dg.MetadataValue.json(problems[:50]), "files": len(made)},
+    )
+    transforms = has_transforms(store, drive)
+    if not transforms:
+        context.log.warning(f"drive {drive}: {NO_TRANSFORMS}; messages stay in sensor frames")
+    yield dg.AssetCheckResult(
+        check_name="transforms",
+        passed=transforms,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="/tf_static from the drive's rig"
+        if transforms
+        else f"{NO_TRANSFORMS}: no /tf_static and no /tf, every message in its sensor frame",
     )
     yield dg.AssetCheckResult(
         check_name="rates",

@@ -218,6 +218,8 @@ def _rule_lanes(
     """The lanes of one concrete rule: one per stream / split value with rows."""
     lanes: list[Lane] = []
     layer, table = rule.table.split("/")
+    if rule.table in TRANSFORM_TABLES and not _has_rows(lake, layer, table, drive):
+        return []  # no rig: no /tf_static, no /tf; messages stay in their sensor frames
     data = dataset(lake, layer, table, drive)
     keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in data.schema.names]
     keys = list(dict.fromkeys(keys))
@@ -242,6 +244,17 @@ def _may_match(rule: TopicRule, patterns: Sequence[str]) -> bool:
     return any(
         fnmatch.fnmatchcase(template, p) or fnmatch.fnmatchcase(p, template) for p in patterns
     )
+
+
+TRANSFORM_TABLES = ("calibrated/tf_static", "calibrated/poses")
+"""Tables a drive without a rig has empty (or, calibrated by an older version, not at all):
+their topics are left out instead of failing the export."""
+
+
+def _has_rows(lake: Lake, layer: str, table: str, drive: str) -> bool:
+    if not lake.has_partition(layer, table, drive):
+        return False
+    return dataset(lake, layer, table, drive).count_rows() > 0
 
 
 def _static_frames(lake: Lake, drive: str) -> set[str]:
@@ -549,9 +562,13 @@ def _attach(output: Output, lake: Lake, drive: str, meta: dict, result: ExportRe
             "time_shift_ns": str(result.shift_ns),
         },
     )
-    if lake.has_partition("calibrated", "tf_static", drive):
-        tf = lake.read_partition("calibrated", "tf_static", drive)
-        rig = tf.column("rig_file")[0].as_py() if tf.num_rows else None
+    tf = (
+        lake.read_partition("calibrated", "tf_static", drive)
+        if lake.has_partition("calibrated", "tf_static", drive)
+        else None
+    )
+    if tf is not None and tf.num_rows:  # a drive without a rig has no calibration to attach
+        rig = tf.column("rig_file")[0].as_py()
         if rig and Path(rig).is_file():
             output.add_attachment(Path(rig).name, "application/yaml", Path(rig).read_bytes())
         else:

@@ -59,6 +59,20 @@ class LakeExport:
     """where the export lives in the lake"""
 
 
+NO_TRANSFORMS = "no rig: exports carry no transforms"
+"""The exports' warning for a drive calibrated without a rig (calibrate.quality's words)."""
+
+
+def has_transforms(lake: Lake, drive: str) -> bool:
+    """Whether the drive's rig gave it static transforms (calibrated/tf_static has rows):
+    without them its exports have no /tf_static and /tf, every message in its sensor frame."""
+    if not lake.has_partition("calibrated", "tf_static", drive):
+        return False
+    return (
+        lake.read_partition("calibrated", "tf_static", drive, columns=["child_frame"]).num_rows > 0
+    )
+
+
 def expected_rates(lake: Lake, drive: str, result: ExportResult) -> dict[str, float]:
     """Nominal rate per topic where one stream with a nominal rate feeds it."""
     streams = lake.read_partition("normalized", STREAMS.name, drive).to_pylist()

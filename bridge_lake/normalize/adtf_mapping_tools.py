@@ -65,6 +65,8 @@ class StreamPlacement:
     file: str | None = None
     note: str | None = None
     """why a matching rule does not apply (the stream then lands in its generic table)"""
+    frame_id: str | None = None
+    """the sensor frame of the rows (mapped streams: the rule's frame_id, else the name)"""
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -116,7 +118,8 @@ def stream_placements(stream: Stream, mapping: Mapping) -> Iterator[StreamPlacem
         note = f"rule {found.rule.name} cannot apply: {problem}"
         yield StreamPlacement(**base, table=table, target=target, note=note, **where)
         return
-    yield StreamPlacement(**base, table=found.rule.table, target="mapped", **where)
+    frame = found.rule.frame_id or stream.name
+    yield StreamPlacement(**base, table=found.rule.table, target="mapped", frame_id=frame, **where)
 
 
 def placements(path: str | Path, mapping: Mapping) -> dict[int, list[StreamPlacement]]:

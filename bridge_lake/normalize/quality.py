@@ -227,7 +227,8 @@ def files_finding(streams: list) -> Finding:
         for s in bad
     }
     listed = "; ".join(
-        f"{f} ({p['reason']}" + (f", {p['quarantined']} records" if p["quarantined"] > 1 else "")
+        f"{f} ({p['reason']}"
+        + (f", {p['quarantined']} records" if p["quarantined"] > 1 else "")
         + ")"
         for f, p in list(problems.items())[:5]
     )

@@ -176,7 +176,9 @@ def test_the_report_agrees_with_the_tables(damaged_drive):
     assert sum(by_reason.values()) == quarantine.height == streams["rows_quarantined"].sum() == 3
     # files: every manifest row with its problem
     files = {r[0]: r[3] for r in tables["files"]}
-    assert files["truncated.dat"] == TRUNCATED_REASON and files["zero.dat"] == "empty file (0 bytes)"
+    assert (
+        files["truncated.dat"] == TRUNCATED_REASON and files["zero.dat"] == "empty file (0 bytes)"
+    )
 
 
 def test_a_drive_of_nothing_but_an_empty_recording_blocks_and_its_report_still_agrees(tmp_path):
