@@ -232,6 +232,7 @@ def test_info_shows_where_each_stream_would_be_mapped(odd, tmp_path, capsys, mon
             "layer": "user",
             "file": str(other),
             "note": None,
+            "frame_id": "nav",  # the rule gives none: the stream name (what the rig needs)
         }
     ]
     assert by_name["inertial"][0]["target"] == "generic"

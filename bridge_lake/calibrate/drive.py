@@ -18,7 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge_lake.calibrate.poses import PoseTrack, poses_from_gnss_imu, poses_from_ground_truth
+from bridge_lake.calibrate.poses import (
+    PoseTrack,
+    poses_from_gnss,
+    poses_from_gnss_imu,
+    poses_from_ground_truth,
+)
 from bridge_lake.calibrate.rig import Rig, RigError, RigNotFoundError, find_rig, rig_dirs
 from bridge_lake.calibrate.sync import MATCH_TABLES, FramesResult, StreamTimes, build_frames
 from bridge_lake.calibrate.transforms import PointStats, PointTransformer, tf_static_table
@@ -230,7 +235,8 @@ def sensor_frames(lake: Lake, drive_id: str) -> dict[str, list[str]]:
 
 
 def _poses(lake: Lake, drive_id: str, rig: Rig) -> PoseTrack:
-    """Ground truth where the rig knows its world frame and rows exist; else GNSS + IMU."""
+    """Ground truth where the rig knows its world frame and rows exist; else GNSS + IMU;
+    else GNSS alone."""
     if rig.ground_truth is not None:
         gt = lake.read_partition(
             "normalized",
@@ -252,10 +258,10 @@ def _poses(lake: Lake, drive_id: str, rig: Rig) -> PoseTrack:
             return poses_from_ground_truth(gt, rig)
     gnss = lake.read_partition("normalized", "gnss", drive_id)
     imu = lake.read_partition("normalized", "imu", drive_id)
-    if not gnss.num_rows or not imu.num_rows:
-        raise BridgeLakeError(
-            "no poses: the drive has no ground truth and no GNSS + IMU rows to fuse"
-        )
+    if gnss.num_rows and not imu.num_rows:
+        return poses_from_gnss(gnss, rig)  # a GNSS-only drive: its track gives the heading
+    if not gnss.num_rows:
+        raise BridgeLakeError("no poses: the drive has no ground truth and no GNSS rows")
     wheels = lake.read_partition("normalized", "wheel_odometry", drive_id)
     return poses_from_gnss_imu(gnss, imu, rig, wheels if wheels.num_rows else None)
 

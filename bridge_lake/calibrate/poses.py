@@ -1,6 +1,6 @@
 """Poses of base_link in the drive's map frame (REP-105 `map`, ENU) and their interpolation.
 
-Two sources, chosen per drive:
+Three sources, chosen per drive (the `source` column says which):
 
 - **Ground truth** (NCLT): the dataset's poses of its body frame in its own world frame,
   turned into base_link in an ENU map at the same geodetic origin through the rig
@@ -14,6 +14,12 @@ Two sources, chosen per drive:
   frequencies, GNSS the low ones; across a GNSS outage the correction is interpolated
   between its two edges, so the track stays continuous. Accuracy on the synthetic ADTF drive
   is in docs/ARCHITECTURE.md (measured by the tests).
+- **GNSS alone** (no ground truth, no IMU: an NCLT drive of only gps.csv): base_link at every
+  fix, ENU from lat/lon/alt averaged over TRACK_WINDOW_S with the antenna lever arm removed;
+  heading from the track (the displacement of the fixes over TRACK_WINDOW_S) while it moves
+  faster than MIN_TRACK_SPEED,
+  held while stopped (and, before the first motion, the first heading); planar; height the
+  median of MEDIAN_FIXES fixes (consumer receivers give spikes of tens of metres).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from scipy.ndimage import median_filter
 from scipy.spatial.transform import Rotation
 
 from bridge_lake.calibrate.rig import Rig
@@ -40,6 +47,16 @@ ESTIMATOR_GT = "ground truth of the dataset, moved to base_link/ENU through the 
 ESTIMATOR_FUSED = (
     f"GNSS + IMU batch complementary smoother (planar; heading window {YAW_WINDOW_S:g} s, "
     f"position window {POSITION_WINDOW_S:g} s)"
+)
+TRACK_WINDOW_S = 4.0
+"""GNSS-only heading: the displacement of the fixes within ±2 s (fix noise averages out)."""
+MIN_TRACK_SPEED = 0.5
+"""GNSS-only heading is taken from the track only above this speed [m/s]; below, held."""
+MEDIAN_FIXES = 9
+"""GNSS-only height: running median over this many fixes."""
+ESTIMATOR_GNSS = (
+    f"GNSS only: ENU from lat/lon/alt (lever arm removed), heading from the track over "
+    f"{TRACK_WINDOW_S:g} s while faster than {MIN_TRACK_SPEED:g} m/s, held while stopped; planar"
 )
 
 
@@ -251,6 +268,68 @@ def poses_from_gnss_imu(
         "base_link at the first pose (from the first GNSS fix and the antenna lever arm)",
         ESTIMATOR_FUSED,
         len(gnss) - len(gi),
+    )
+
+
+def poses_from_gnss(gnss: pa.Table, rig: Rig) -> PoseTrack:
+    """GNSS fixes alone (module docstring) → base_link poses at the fixes' times."""
+    g_time = gnss.column("time_ns").to_numpy(zero_copy_only=False).astype(np.int64)
+    lat, lon, alt = (_column(gnss, c) for c in ("lat_deg", "lon_deg", "alt_m"))
+    gi, dropped = _valid_unique(g_time, _best_stream(gnss, np.isfinite(lat) & np.isfinite(lon)))
+    # a fix reported twice (NCLT: a mode-2 and a mode-3 row of one position, ms apart) is one
+    # fix: its repeat would be a standstill and then a jump at hundreds of m/s
+    same = np.zeros(len(gi), dtype=bool)
+    same[1:] = (lat[gi][1:] == lat[gi][:-1]) & (lon[gi][1:] == lon[gi][:-1])
+    gi, dropped = gi[~same], dropped + int(same.sum())
+    if len(gi) < 2:
+        raise BridgeLakeError("poses: fewer than two GNSS fixes, no track")
+    times = g_time[gi]
+    t = (times - times[0]) / NS_PER_S
+    up = alt[gi]
+    known = np.isfinite(up)
+    up = np.interp(t, t[known], up[known]) if known.any() else np.zeros(len(t))
+    up = median_filter(up, size=MEDIAN_FIXES, mode="nearest")
+    origin = (float(lat[gi[0]]), float(lon[gi[0]]), float(up[0]))
+    enu = geodetic_to_enu(lat[gi], lon[gi], up, *origin)
+    # the track: displacement over the fixes within ±TRACK_WINDOW_S/2 (no interpolation
+    # across an outage: a window holds the fixes there are)
+    lo = np.searchsorted(t, t - TRACK_WINDOW_S / 2, side="left")
+    hi = np.searchsorted(t, t + TRACK_WINDOW_S / 2, side="right") - 1
+    span = t[hi] - t[lo]
+    d = enu[hi, :2] - enu[lo, :2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        speed = np.where(span > 0, np.hypot(d[:, 0], d[:, 1]) / span, 0.0)
+    moving = speed > MIN_TRACK_SPEED
+    if not moving.any():
+        raise BridgeLakeError(
+            f"poses: the GNSS track never moves faster than {MIN_TRACK_SPEED} m/s, no heading"
+        )
+    last = np.maximum.accumulate(np.where(moving, np.arange(len(t)), -1))
+    last[last < 0] = np.flatnonzero(moving)[0]  # before the first motion: its heading
+    yaw = np.arctan2(d[last, 1], d[last, 0])
+    frame = gnss.column("frame_id")[int(gi[0])].as_py()
+    lever = rig.to_base(frame).translation if frame in rig.frames else np.zeros(3)
+    c, s = np.cos(yaw), np.sin(yaw)
+    # fix noise averaged over the same window that gives the heading (symmetric: no lag)
+    east, north = (_window_mean(t, enu[:, k], TRACK_WINDOW_S / 2) for k in range(2))
+    position = np.column_stack(
+        [
+            east - (c * lever[0] - s * lever[1]),
+            north - (s * lever[0] + c * lever[1]),
+            enu[:, 2] - lever[2],
+        ]
+    )
+    base_origin = tuple(float(v) for v in enu_to_geodetic(position[0], *origin))
+    return PoseTrack(
+        times,
+        position - position[0],
+        Rotation.from_euler("z", yaw[:, None]),
+        speed,
+        "gnss",
+        base_origin,
+        "base_link at the first pose (from the first GNSS fix and the antenna lever arm)",
+        ESTIMATOR_GNSS,
+        dropped,
     )
 
 
