@@ -49,7 +49,8 @@ POSES = TableSpec(
     "calibrated",
     "poses",
     "base_link in the drive's map frame (ENU, metres; origin in calibrated/map_origin) at the "
-    "pose source's rate: NCLT ground truth where present, else fused from GNSS + IMU.",
+    "pose source's rate: NCLT ground truth where present, else fused from GNSS + IMU, else "
+    "GNSS alone (heading from the track). Empty for a drive whose vehicle has no rig.",
     (
         Column("time_ns", pa.int64(), "master clock, ns since the Unix epoch", nullable=False),
         Column("frame_id", pa.string(), "map frame", nullable=False),
@@ -57,7 +58,7 @@ POSES = TableSpec(
         *_transform("base_link in map:"),
         Column("speed_mps", F64, "horizontal speed [m/s]"),
         Column("yaw_rad", F64, "heading of base_link x, counter-clockwise from east [rad]"),
-        Column("source", pa.string(), "ground_truth | gnss_imu", nullable=False),
+        Column("source", pa.string(), "ground_truth | gnss_imu | gnss", nullable=False),
     ),
 )
 
