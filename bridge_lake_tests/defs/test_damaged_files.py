@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from bridge_lake.formats.adtf.writer import DatWriter
+from bridge_lake.synth import synthesize
 from bridge_lake_tests.defs import materialize_normalized
 from bridge_lake_tests.testdata import ADTF_TESTDATA
 
@@ -196,3 +197,25 @@ def test_a_drive_of_nothing_but_an_empty_recording_blocks_and_its_report_still_a
     quarantined = {r[0]: r[1] for r in parser.tables["quarantine"] if r}
     assert quarantined == {"empty recording: 2 streams, no samples": "1"}
     assert "nothing quarantined" not in report
+
+
+def test_empty_nclt_files_beside_a_real_one_are_quarantined_and_the_rest_lands(tmp_path):
+    """The same for NCLT: 0-byte files of known kinds are "empty", one quarantine row each."""
+    (made,) = synthesize(tmp_path / "s", drives=1, minutes=0.1, seed=4, source="nclt", light=True)
+    date = "2012-01-08"
+    d = tmp_path / "landing" / "n1" / date
+    d.mkdir(parents=True)
+    shutil.copy(made.path / "drive.yaml", d.parent / "drive.yaml")
+    shutil.copy(made.path / date / "gps.csv", d / "gps.csv")
+    (d / "ms25.csv").write_bytes(b"")
+    (d / "velodyne_hits.bin").write_bytes(b"")
+    result = materialize_normalized(tmp_path / "landing", tmp_path / "lake", "n1")
+    assert result.success
+    q = _read(tmp_path / "lake", "normalized", "quarantine", "n1").sort("source_file")
+    assert q.select("source_file", "reason").rows() == [
+        (f"{date}/ms25.csv", "empty file (0 bytes)"),
+        (f"{date}/velodyne_hits.bin", "empty file (0 bytes)"),
+    ]
+    files = _checks(result)[("normalized_streams", "files")]
+    assert files.severity == dg.AssetCheckSeverity.WARN and f"{date}/ms25.csv" in files.description
+    assert _read(tmp_path / "lake", "normalized", "gnss", "n1").height > 0
