@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge_lake.calibrate.quality import NO_RIG
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
 from bridge_lake.export.health import FileHealth, check_file
 from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
@@ -59,8 +60,8 @@ class LakeExport:
     """where the export lives in the lake"""
 
 
-NO_TRANSFORMS = "no rig: exports carry no transforms"
-"""The exports' warning for a drive calibrated without a rig (calibrate.quality's words)."""
+NO_TRANSFORMS = NO_RIG
+"""The exports' warning for a drive calibrated without a rig: the calibrated layer's words."""
 
 
 def has_transforms(lake: Lake, drive: str) -> bool:
