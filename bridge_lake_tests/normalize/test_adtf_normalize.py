@@ -769,10 +769,12 @@ def test_a_sparse_stream_is_flushed_by_file_span_with_the_same_result(small, tmp
     sparse camera stream otherwise maps in the whole file at its one flush), pages are
     released as the file is read, and the lake holds exactly the same rows."""
     import bridge_lake.normalize.adtf as adtf_mod
+    import bridge_lake.normalize.adtf_jobs as jobs_mod
     from bridge_lake.formats.adtf.reader import DatFile
 
     path, lake, _, _ = small
-    monkeypatch.setattr(adtf_mod, "RELEASE_BYTES", 64 << 10)
+    monkeypatch.setattr(adtf_mod, "RELEASE_BYTES", 64 << 10)  # the reader's page releases
+    monkeypatch.setattr(jobs_mod, "RELEASE_BYTES", 64 << 10)  # the jobs' span flushes
     monkeypatch.setattr(adtf_mod, "CHECK_EVERY", 256)  # the small drive has ~3,400 samples
     released, writes = [], []
     real_release, real_write = DatFile.release_pages, DriveSink.write
