@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
@@ -100,10 +99,10 @@ def run(args: argparse.Namespace) -> int:
                 _finish(report, args)
     finally:
         source.close()
-    return 0
+    return 130 if report.outcome == "interrupted" else 0
 
 
 def _finish(report, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
-    print(report.table(), file=sys.stderr if report.error else sys.stdout, flush=True)
+    print(report.table(), flush=True)
     if args.report is not None:
         report.write(args.report)

@@ -62,6 +62,9 @@ class LiveFaults:
             if len(s.log):
                 shifts.append(int((s.log - s.msgs.log).min()))
         self.lead_ns = -min(shifts)
+        self.end_ns = max(
+            [source.end_ns] + [int(s.log.max()) for s in self.states.values() if len(s.log)]
+        )
         """how long a message may have to wait for one moved earlier than it"""
         self.applied: list[dict[str, Any]] = []
 

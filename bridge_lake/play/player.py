@@ -92,6 +92,8 @@ class Player:
 
             self.faults = LiveFaults(source, options.faults, options.seed)
             report.faults_planned = len(self.faults.result.faults)
+            if options.end_ns is None:  # a delay may move the last messages past the end
+                self.last_ns = max(self.last_ns, self.faults.end_ns)
         self.clock = PlaybackClock(self.first_ns, 1.0 if options.max_speed else options.rate)
         self.interrupted = asyncio.Event()
         self.gate = threading.Event()
@@ -191,7 +193,7 @@ class Player:
                     self._ids[cid] = await self.server.add_channel(ch)
             if started is not None:
                 started.set()
-            print(f"serving {self.source.path} on {self.server.url}", file=sys.stderr, flush=True)
+            print(f"serving {self.source.path} on {self.server.url}", flush=True)
             if o.wait_for_client:
                 await self.server.subscribed.wait()
                 await asyncio.sleep(WAIT_AFTER_SUBSCRIBE_S)
@@ -201,6 +203,8 @@ class Player:
         finally:
             if self._reader is not None:
                 self._reader.stop()
+            if self.faults is not None:
+                self.report.faults = self.faults.applied
             await self.server.stop()
 
     async def _play(self) -> None:

@@ -198,6 +198,10 @@ class McapRecording(Recording):
         except RecordingError:
             raise
         except OSError as exc:
+            if exc.errno is None:  # a decompressor's error on damaged bytes
+                raise RecordingError(
+                    f"{self.path}: offset {at}: damaged MCAP record: {_what(exc)}"
+                ) from exc
             raise RecordingError(f"{self.path}: cannot be read: {exc.strerror or exc}") from exc
         except Exception as exc:  # mcap's errors: CRC, truncation, bad records, decompression
             raise RecordingError(
@@ -302,6 +306,10 @@ class BagRecording(Recording):
             for conn, t, raw in self._reader.messages(start=start_ns):
                 yield RosMessage(self.channels[conn.id], int(t), raw)
         except OSError as exc:
+            if exc.errno is None:  # bz2's "Invalid data stream": the chunk is damaged
+                raise RecordingError(
+                    f"{self.path}: {self._where()}damaged bag chunk: {_what(exc)}"
+                ) from exc
             raise RecordingError(f"{self.path}: cannot be read: {exc.strerror or exc}") from exc
         except Exception as exc:  # rosbags' ReaderError, zlib/lz4/bz2 errors of a chunk
             raise RecordingError(
