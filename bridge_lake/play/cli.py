@@ -48,6 +48,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         help="inject while playing, e.g. camera:drop=0.5%% (scenes' fault grammar)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the fault choices")
+    p.add_argument(
+        "--realtime",
+        action="store_true",
+        help="pace on SCHED_FIFO priority (root or CAP_SYS_NICE): holds the timing on a "
+        "loaded machine",
+    )
     p.add_argument("--report", type=Path, help="write the measured figures as JSON")
     p.set_defaults(func=run)
 
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             faults=faults,
             seed=args.seed,
+            realtime=args.realtime,
         )
         try:
             play(source, options, report)

@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.ros.readers import Recording, RosMessage
-from bridge_lake.play.clock import TOGETHER_NS, PlaybackClock, wait_until
+from bridge_lake.play.clock import (
+    TOGETHER_NS,
+    PlaybackClock,
+    Waker,
+    normal_priority,
+    precise_sleeps,
+    realtime_priority,
+    wait_until,
+)
 from bridge_lake.play.readahead import ReadAhead
 from bridge_lake.play.report import PlayReport
 from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer
@@ -55,6 +63,7 @@ class PlayOptions:
     port: int = 8765
     faults: list = field(default_factory=list)
     seed: int = 0
+    realtime: bool = False
 
 
 def select_channels(source: Recording, patterns: list[str]) -> set[int]:
@@ -95,7 +104,7 @@ class Player:
             if options.end_ns is None:  # a delay may move the last messages past the end
                 self.last_ns = max(self.last_ns, self.faults.end_ns)
         self.clock = PlaybackClock(self.first_ns, 1.0 if options.max_speed else options.rate)
-        self.interrupted = asyncio.Event()
+        self.interrupted = Waker()
         self.gate = threading.Event()
         self.gate.set()
         self._pending: list[PlaybackRequest] = []
@@ -103,6 +112,7 @@ class Player:
         self.server: PlayServer | None = None
         self._reader: ReadAhead | None = None
         self._last_time_sent = 0
+        self._resume: asyncio.Future | None = None
         self._last_rss = 0
 
     # --- reading ---------------------------------------------------------------------------
@@ -140,7 +150,9 @@ class Player:
 
     def _on_playback(self, request: PlaybackRequest) -> None:
         self._pending.append(request)
-        self.interrupted.set()
+        self.interrupted.wake()
+        if self._resume is not None and not self._resume.done():
+            self._resume.set_result(None)
 
     async def _apply_controls(self) -> bool:
         """Apply queued requests; True when a seek restarted the reader."""
@@ -213,6 +225,13 @@ class Player:
         self._open_reader(self.first_ns)
         assert self._reader is not None
         first = await asyncio.to_thread(self._reader.peek, 30.0)  # anchor once data is there
+        precise_sleeps()
+        if self.o.realtime:
+            refused = realtime_priority()
+            if refused:
+                print(
+                    f"bridge-lake: --realtime refused ({refused}); normal priority", file=sys.stderr
+                )
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         gc.collect()
@@ -231,13 +250,16 @@ class Player:
                     clock.anchor(self.first_ns)
                     self._open_reader(self.first_ns)
                     continue
-                if await self._send_batch(batch):
+                if not batch:  # a control request came while waiting for data
+                    await self._wait_controls()
                     continue
+                await self._send_batch(batch)
         finally:
             report.finished()
             gc.enable()
             gc.unfreeze()
             sys.setswitchinterval(old_switch)
+            normal_priority()
 
     async def _send_batch(self, batch: list[RosMessage]) -> bool:
         """Send a batch on schedule; True when a control request cut it short."""
@@ -303,7 +325,10 @@ class Player:
         seeked = await self._apply_controls()
         while self.clock.paused and not seeked:
             self.gate.set()
-            await self.interrupted.wait()
+            if not self._pending:
+                self._resume = asyncio.get_running_loop().create_future()
+                await self._resume
+                self._resume = None
             seeked = await self._apply_controls()
         return seeked
 

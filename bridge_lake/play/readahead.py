@@ -51,6 +51,9 @@ class ReadAhead:
         return False
 
     def _run(self) -> None:
+        from bridge_lake.play.clock import normal_priority
+
+        normal_priority()  # a --realtime player's reader stays an ordinary thread
         batch: list[Any] = []
         nbytes = 0
         try:
