@@ -209,6 +209,7 @@ def main() -> None:
         rows = {}
         for tag, cmd in (
             ("ours", ours_cmd(adtf, tmp, "ours")),
+            ("ours-rt", ours_cmd(adtf, tmp, "ours-rt", "--realtime")),
             ("naive", [sys.executable, __file__, "--naive", str(adtf), "--report",
                        str(tmp / "naive.json")]),
         ):  # fmt: skip
@@ -216,7 +217,7 @@ def main() -> None:
             rows[tag] = (rep, recv)
             t = rep["total"]
             print(
-                f"{tag:6s} {t['messages']} msgs: send error p50/p99/max "
+                f"{tag:7s} {t['messages']} msgs: send error p50/p99/max "
                 f"{t['send_error_p50_us']}/{t['send_error_p99_us']}/{t['send_error_max_us']} µs, "
                 f"late >1ms {t['late_over_1ms']}, CPU {rep['cpu_percent_of_one_core']} %, RSS "
                 f"{rep['rss_min_mb']}-{rep['rss_max_mb']} MB (jitter {rep['rss_jitter_mb']}); "
@@ -231,6 +232,12 @@ def main() -> None:
                    n["total"][key], "µs", more_is_better=False, baseline_name="naive player",
                    peak_rss_mb=o["rss_max_mb"])  # fmt: skip
         figure("play 1x receive jitter p99 at a websockets client", orecv["jitter_p99_us"],
+               nrecv["jitter_p99_us"], "µs", more_is_better=False, baseline_name="naive player")  # fmt: skip
+        r, rrecv = rows["ours-rt"]
+        figure("play --realtime 1x send error p99 (ADTF demo drive)",
+               r["total"]["send_error_p99_us"], n["total"]["send_error_p99_us"], "µs",
+               more_is_better=False, baseline_name="naive player")  # fmt: skip
+        figure("play --realtime 1x receive jitter p99", rrecv["jitter_p99_us"],
                nrecv["jitter_p99_us"], "µs", more_is_better=False, baseline_name="naive player")  # fmt: skip
         figure("play 1x CPU (% of one core)", o["cpu_percent_of_one_core"],
                n["cpu_percent_of_one_core"], "%", more_is_better=False,
