@@ -191,6 +191,21 @@ class Player:
             for log_time, payload in list(self.server._latched.get(cid, ())):
                 await self.server._server.send_message(cid, log_time, payload)  # type: ignore[union-attr]
 
+    def _prelude(self) -> None:
+        """Latched messages logged before `--start` (a /tf_static at the file's start): kept
+        by the server for every subscriber, though the window leaves them out."""
+        assert self.server is not None
+        latched = {c for c in self.chosen if self.source.channels[c].latched}
+        if not latched or self.first_ns <= self.source.start_ns:
+            return
+        seen: set[int] = set()
+        for m in self.source.messages():
+            if m.log_time >= self.first_ns or seen == latched:
+                break
+            if m.channel.id in latched:
+                self.server.latch(self._ids[m.channel.id], m.log_time, m.data)
+                seen.add(m.channel.id)
+
     # --- the run ---------------------------------------------------------------------------
 
     async def run(self, started: asyncio.Event | None = None) -> None:
@@ -203,6 +218,7 @@ class Player:
             for cid, ch in self.source.channels.items():
                 if cid in self.chosen:
                     self._ids[cid] = await self.server.add_channel(ch)
+            await asyncio.to_thread(self._prelude)
             if started is not None:
                 started.set()
             print(f"serving {self.source.path} on {self.server.url}", flush=True)

@@ -211,6 +211,12 @@ class PlayServer:
             kept.append((log_time, payload))
         await self._server.send_message(channel_id, log_time, payload)
 
+    def latch(self, channel_id: int, log_time: int, payload: bytes) -> None:
+        """Keep a message of a latched channel for subscribers without sending it now."""
+        kept = self._latched.get(channel_id)
+        if kept is not None:
+            kept.append((log_time, payload))
+
     def has_subscribers(self, channel_id: int) -> bool:
         assert self._server is not None
         return self._server._any_subscribed(channel_id)

@@ -343,3 +343,32 @@ def test_topic_glob_matching_nothing_lists_topics(tmp_path):
 def test_rate_not_positive(tmp_path, rate):
     path = write_mcap(tmp_path / "a.mcap", seconds=0.2)
     one_line_error(cli(str(path), "--rate", rate), "--rate")
+
+
+async def _until(url: str, count: int) -> Client:
+    c = Client(url)
+    await c.connect()
+    for _ in range(600):
+        if len(c.messages) >= count:
+            break
+        await asyncio.sleep(0.05)
+    await c.close()
+    return c
+
+
+def test_window_and_loop(tmp_path):
+    """--start/--end keep the window (the latched /tf_static before it still comes first);
+    --loop starts over until Ctrl-C, which still prints the summary."""
+    path = write_mcap(tmp_path / "a.mcap", seconds=2.0)
+    window = [(tp, t, d) for tp, t, d in mcap_truth(path) if T0 + NS // 2 <= t <= T0 + NS]
+    player = Player(str(path), "--start", "0.5", "--end", "1.0", "--loop", "--max-speed",
+                    "--wait-for-client")  # fmt: skip
+    c = asyncio.run(_until(player.url, 3 * len(window) + 1))
+    player.proc.send_signal(signal.SIGINT)
+    code, out, err = player.finish()
+    assert code == 130 and "Traceback" not in err, err
+    assert c.messages[0].topic == "/tf_static" and c.messages[0].log_time == T0
+    played = [(m.topic, m.log_time, m.data) for m in c.messages[1:]]
+    assert played[: len(window)] == window
+    assert played[len(window) : 2 * len(window)] == window  # the second round
+    assert "interrupted" in out

@@ -54,6 +54,7 @@ def test_scene_manifest_and_its_variant_play(scenes):
     _same(client, mcap_truth(clean.path))
     client, _ = receive_all(str(manifest), "--variant", "drops")
     _same(client, mcap_truth(variant.path))
-    assert len(by_topic(client.messages)["/sensor/imu/data"]) < clean.manifest["topics"][
-        "/sensor/imu/data"
-    ]["messages"]
+    assert (
+        len(by_topic(client.messages)["/sensor/imu/data"])
+        < clean.manifest["topics"]["/sensor/imu/data"]["messages"]
+    )
