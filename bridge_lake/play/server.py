@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import struct
 import warnings
@@ -114,10 +115,8 @@ class _Server(FoxgloveServer):
     ) -> None:
         """One WebSocket frame per message (the package sends header and payload as a
         fragmented message: three frames, three send() calls, ~30 µs each)."""
-        try:
+        with contextlib.suppress(ConnectionClosed):  # a client gone: the others go on
             await connection.send(_MESSAGE_HEADER.pack(1, subscription, timestamp) + payload)
-        except ConnectionClosed:
-            pass
 
     async def _handle_client_text_message(self, client: Any, message: Any) -> None:
         before = set(client.subscriptions)
