@@ -37,7 +37,6 @@ from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, Pla
 TIME_EVERY_NS = 50_000_000
 """The playback clock goes to clients at most every 50 ms of wall time."""
 RSS_EVERY_NS = 100_000_000
-DEBUG: list | None = [] if __import__("os").environ.get("BRIDGE_LAKE_PLAY_DEBUG") else None
 YIELD_NS = 400_000
 """After a group, the loop runs its pending callbacks when the next one is this far off."""
 WAIT_AFTER_SUBSCRIBE_S = 1.0
@@ -180,16 +179,9 @@ class Player:
                 r.request_id,
             )
             if r.seek_ns is not None:
-                await self._resend_latched()
+                await self.server.resend_latched()
         self.interrupted.clear()
         return seeked
-
-    async def _resend_latched(self) -> None:
-        """After a seek clients drop what they had: give them the latched topics again."""
-        assert self.server is not None
-        for cid in self._ids.values():
-            for log_time, payload in list(self.server._latched.get(cid, ())):
-                await self.server._server.send_message(cid, log_time, payload)  # type: ignore[union-attr]
 
     def _prelude(self) -> None:
         """Latched messages logged before `--start` (a /tf_static at the file's start): kept
@@ -307,15 +299,6 @@ class Player:
             handed = time.perf_counter_ns()
             for m in batch[i:j]:
                 await server.send(self._ids[m.channel.id], m.log_time, m.data)
-            if DEBUG is not None:
-                DEBUG.append(
-                    (
-                        handed - deadline,
-                        time.perf_counter_ns() - handed,
-                        j - i,
-                        batch[i].channel.topic,
-                    )
-                )
             for m in batch[i:j]:
                 t = report.topic(m.channel.topic)
                 t.messages += 1
@@ -364,8 +347,3 @@ def play(source: Recording, options: PlayOptions, report: PlayReport) -> None:
     except KeyboardInterrupt:
         report.outcome = "interrupted"
         report.finished()
-    if DEBUG:
-        import json
-
-        with open(__import__("os").environ["BRIDGE_LAKE_PLAY_DEBUG"], "w") as f:
-            json.dump(DEBUG, f)

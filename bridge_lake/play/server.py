@@ -238,14 +238,6 @@ class PlayServer:
         if kept is not None:
             kept.append((log_time, payload))
 
-    def has_subscribers(self, channel_id: int) -> bool:
-        assert self._server is not None
-        return self._server._any_subscribed(channel_id)
-
-    @property
-    def clients(self) -> int:
-        return len(self._server._clients) if self._server is not None else 0
-
     async def broadcast_time(self, time_ns: int) -> None:
         assert self._server is not None
         await self._server.broadcast_time(time_ns)
@@ -264,9 +256,13 @@ class PlayServer:
             except Exception:  # noqa: S112 - a client gone while we sent: the others go on
                 continue
 
-    async def status(self, level: int, message: str) -> None:
+    async def resend_latched(self) -> None:
+        """Every kept latched message to its subscribers again (after a seek clients drop
+        what they had)."""
         assert self._server is not None
-        await self._server.send_status(level, message)  # type: ignore[arg-type]
+        for cid, kept in self._latched.items():
+            for log_time, payload in list(kept):
+                await self._server.send_message(cid, log_time, payload)
 
     async def _replay_latched(self, client: Any, sub_id: int, channel_id: int) -> None:
         for log_time, payload in list(self._latched.get(channel_id, ())):

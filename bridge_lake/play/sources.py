@@ -107,14 +107,3 @@ class DriveSource(Recording):
             data, off = m.data, m.offsets.tolist()
             for i, (ch, log) in enumerate(zip(c.tolist(), t.tolist(), strict=True)):
                 yield RosMessage(by_index[ch], log, data[off[i] : off[i + 1]].tobytes())
-
-
-def describe(source: Recording) -> dict:
-    return {
-        "path": str(source.path),
-        "kind": source.kind,
-        "start_ns": source.start_ns,
-        "end_ns": source.end_ns,
-        "messages": source.message_count,
-        "topics": [c.topic for c in source.channels.values()],
-    }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -331,15 +331,6 @@ def _generated_msgdef(typename: str) -> str:
         return ""
 
 
-def topics_matching(channels: Sequence[RosChannel], patterns: Sequence[str]) -> list[RosChannel]:
-    """The channels whose topic matches one of the shell globs (all when none given)."""
-    import fnmatch
-
-    if not patterns:
-        return list(channels)
-    return [c for c in channels if any(fnmatch.fnmatchcase(c.topic, p) for p in patterns)]
-
-
 __all__ = [
     "BagRecording",
     "McapRecording",
@@ -348,5 +339,4 @@ __all__ = [
     "RosChannel",
     "RosMessage",
     "open_recording",
-    "topics_matching",
 ]
