@@ -23,7 +23,7 @@ import numpy as np
 
 from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.formats.ros.files import BoundedFile, BoundedPath
+from bridge_lake.formats.ros.files import BAG1_MAGIC, MCAP_MAGIC, BoundedFile, BoundedPath
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
@@ -116,9 +116,9 @@ def file_format(path: Path) -> str:
         raise HealthError(f"{path}: a folder without metadata.yaml is not a ROS 2 bag")
     with path.open("rb") as f:
         head = f.read(13)
-    if head.startswith(b"\x89MCAP0\r\n"):
+    if head.startswith(MCAP_MAGIC):
         return "mcap"
-    if head.startswith(b"#ROSBAG V2.0"):
+    if head.startswith(BAG1_MAGIC):
         return "bag1"
     raise HealthError(f"{path}: neither an MCAP file, a ROS 1 bag nor a ROS 2 bag folder")
 
