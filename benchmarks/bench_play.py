@@ -8,7 +8,9 @@
 2. At 1x: `bridge-lake play` (its own process, `--report`) and, side by side in the same run,
    a naive player (same server, same reader: sleep until each message's time, then send),
    each to an independent Python `websockets` client in a third process speaking the
-   Foxglove protocol. Per player: send error p50/p99/max (handed to the server minus scheduled),
+   Foxglove protocol; then both again with SCHED_FIFO (ours `--realtime`, the naive one and
+   the client under `chrt -f`), which on a loaded machine shows what the player does when
+   the scheduler lets it run. Per player: send error p50/p99/max (handed to the server minus scheduled),
    CPU % of one core and RSS jitter of the player process, receive jitter at the client
    (|arrival offset minus log time offset| around its median) p50/p99/max.
 3. `--max-speed` on a lidar-heavy NCLT drive (full-density velodyne) to one local client:
@@ -71,6 +73,7 @@ async def client(url: str, out: Path) -> None:
     import websockets
 
     arrivals, logs, sizes = [], [], 0
+    cpu0 = time.process_time()
     async with websockets.connect(url, subprotocols=["foxglove.websocket.v1"], max_size=None) as ws:
         await ws.recv()
         adv = json.loads(await ws.recv())
@@ -85,7 +88,8 @@ async def client(url: str, out: Path) -> None:
                     sizes += len(m) - 13
         except websockets.ConnectionClosed:
             pass
-    out.write_text(json.dumps({"arrivals": arrivals, "logs": logs, "bytes": sizes}))
+    cpu = time.process_time() - cpu0
+    out.write_text(json.dumps({"arrivals": arrivals, "logs": logs, "bytes": sizes, "cpu_s": cpu}))
 
 
 def receive_figures(path: Path, rate: float | None) -> dict:
@@ -95,6 +99,7 @@ def receive_figures(path: Path, rate: float | None) -> dict:
     out = {"messages": len(a), "bytes": d["bytes"]}
     wall = (a[-1] - a[0]) / 1e9 if len(a) > 1 else 0
     out["mb_per_s"] = d["bytes"] / 1e6 / wall if wall else None
+    out["client_cpu_percent"] = 100 * d["cpu_s"] / wall if wall else None
     if rate is not None and len(a) > 1:
         order = np.argsort(g, kind="stable")  # messages logged at once: by arrival
         a, g = a[order], g[order]
@@ -150,7 +155,9 @@ async def naive(path: Path, report_path: Path) -> None:
 # --- running a player and a client -----------------------------------------------------------
 
 
-def run_pair(player_cmd: list[str], tmp: Path, tag: str, rate: float | None) -> tuple[dict, dict]:
+def run_pair(
+    player_cmd: list[str], tmp: Path, tag: str, rate: float | None, rt_client: bool = False
+) -> tuple[dict, dict]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     player = subprocess.Popen(player_cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     assert player.stdout is not None
@@ -160,8 +167,11 @@ def run_pair(player_cmd: list[str], tmp: Path, tag: str, rate: float | None) -> 
         player.kill()
         raise SystemExit(f"{tag}: the player did not start: {line!r}")
     recv = tmp / f"{tag}-recv.json"
+    prio = ["chrt", "-f", "5"] if rt_client else []
     cl = subprocess.Popen(
-        [sys.executable, __file__, "--client", m.group(1), "--out", str(recv)], env=env, cwd=REPO
+        [*prio, sys.executable, __file__, "--client", m.group(1), "--out", str(recv)],
+        env=env,
+        cwd=REPO,
     )
     player.communicate(timeout=3600)
     cl.wait(timeout=120)
@@ -207,43 +217,42 @@ def main() -> None:
         adtf = drive("adtf", adtf_min, True)
         print(f"ADTF drive {adtf_min} min: {adtf.stat().st_size / 1e6:.1f} MB", flush=True)
         rows = {}
-        for tag, cmd in (
-            ("ours", ours_cmd(adtf, tmp, "ours")),
-            ("ours-rt", ours_cmd(adtf, tmp, "ours-rt", "--realtime")),
-            ("naive", [sys.executable, __file__, "--naive", str(adtf), "--report",
-                       str(tmp / "naive.json")]),
-        ):  # fmt: skip
-            rep, recv = run_pair(cmd, tmp, tag, 1.0)
+        naive_cmd = [sys.executable, __file__, "--naive", str(adtf), "--report"]
+        rt = ["chrt", "-f", "10"]  # the naive player at the priority --realtime takes
+        for tag, cmd, rt_client in (
+            ("ours", ours_cmd(adtf, tmp, "ours"), False),
+            ("naive", [*naive_cmd, str(tmp / "naive.json")], False),
+            ("ours-rt", ours_cmd(adtf, tmp, "ours-rt", "--realtime"), True),
+            ("naive-rt", [*rt, *naive_cmd, str(tmp / "naive-rt.json")], True),
+        ):
+            rep, recv = run_pair(cmd, tmp, tag, 1.0, rt_client)
             rows[tag] = (rep, recv)
             t = rep["total"]
             print(
-                f"{tag:7s} {t['messages']} msgs: send error p50/p99/max "
+                f"{tag:8s} {t['messages']} msgs: send error p50/p99/max "
                 f"{t['send_error_p50_us']}/{t['send_error_p99_us']}/{t['send_error_max_us']} µs, "
                 f"late >1ms {t['late_over_1ms']}, CPU {rep['cpu_percent_of_one_core']} %, RSS "
                 f"{rep['rss_min_mb']}-{rep['rss_max_mb']} MB (jitter {rep['rss_jitter_mb']}); "
                 f"receive jitter p50/p99/max {recv['jitter_p50_us']:.0f}/"
                 f"{recv['jitter_p99_us']:.0f}/{recv['jitter_max_us']:.0f} µs "
-                f"({recv['messages']} received)",
+                f"({recv['messages']} received{', SCHED_FIFO client' if rt_client else ''})",
                 flush=True,
             )
-        (o, orecv), (n, nrecv) = rows["ours"], rows["naive"]
-        for key, name in (("send_error_p99_us", "p99"), ("send_error_max_us", "max")):
-            figure(f"play 1x send error {name} (ADTF demo drive)", o["total"][key],
-                   n["total"][key], "µs", more_is_better=False, baseline_name="naive player",
-                   peak_rss_mb=o["rss_max_mb"])  # fmt: skip
-        figure("play 1x receive jitter p99 at a websockets client", orecv["jitter_p99_us"],
-               nrecv["jitter_p99_us"], "µs", more_is_better=False, baseline_name="naive player")  # fmt: skip
-        r, rrecv = rows["ours-rt"]
-        figure("play --realtime 1x send error p99 (ADTF demo drive)",
-               r["total"]["send_error_p99_us"], n["total"]["send_error_p99_us"], "µs",
-               more_is_better=False, baseline_name="naive player")  # fmt: skip
-        figure("play --realtime 1x receive jitter p99", rrecv["jitter_p99_us"],
-               nrecv["jitter_p99_us"], "µs", more_is_better=False, baseline_name="naive player")  # fmt: skip
-        figure("play 1x CPU (% of one core)", o["cpu_percent_of_one_core"],
-               n["cpu_percent_of_one_core"], "%", more_is_better=False,
-               baseline_name="naive player")  # fmt: skip
-        figure("play 1x RSS jitter", o["rss_jitter_mb"], n["rss_jitter_mb"], "MB",
-               more_is_better=False, baseline_name="naive player")  # fmt: skip
+        for ours, naive_, how in (("ours", "naive", ""), ("ours-rt", "naive-rt", "SCHED_FIFO ")):
+            (o, orecv), (n, nrecv) = rows[ours], rows[naive_]
+            base = f"naive player{', SCHED_FIFO' if how else ''}"
+            for key, name in (("send_error_p99_us", "p99"), ("send_error_max_us", "max")):
+                figure(f"play {how}1x send error {name} (ADTF demo drive)", o["total"][key],
+                       n["total"][key], "µs", more_is_better=False, baseline_name=base,
+                       peak_rss_mb=o["rss_max_mb"])  # fmt: skip
+            figure(f"play {how}1x receive jitter p99 at a websockets client",
+                   orecv["jitter_p99_us"], nrecv["jitter_p99_us"], "µs", more_is_better=False,
+                   baseline_name=base)  # fmt: skip
+            figure(f"play {how}1x CPU (% of one core)", o["cpu_percent_of_one_core"],
+                   n["cpu_percent_of_one_core"], "%", more_is_better=False,
+                   baseline_name=base)  # fmt: skip
+            figure(f"play {how}1x RSS jitter", o["rss_jitter_mb"], n["rss_jitter_mb"], "MB",
+                   more_is_better=False, baseline_name=base)  # fmt: skip
 
         maxes = []
         for minutes in nclt_min:
@@ -254,7 +263,8 @@ def main() -> None:
             print(
                 f"max speed NCLT {minutes} min ({nclt.stat().st_size / 1e6:.0f} MB file): "
                 f"{recv['bytes'] / 1e6:.0f} MB payload in {recv['messages']} msgs at "
-                f"{recv['mb_per_s']:.0f} MB/s at the client; player RSS "
+                f"{recv['mb_per_s']:.0f} MB/s at the client (client CPU "
+                f"{recv['client_cpu_percent']:.0f} %); player RSS "
                 f"{rep['rss_min_mb']}-{rep['rss_max_mb']} MB, CPU "
                 f"{rep['cpu_percent_of_one_core']} %",
                 flush=True,

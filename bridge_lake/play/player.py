@@ -38,7 +38,11 @@ TIME_EVERY_NS = 50_000_000
 """The playback clock goes to clients at most every 50 ms of wall time."""
 RSS_EVERY_NS = 100_000_000
 YIELD_NS = 400_000
-"""After a group, the loop runs its pending callbacks when the next one is this far off."""
+"""After a group, the loop runs its pending callbacks when the next one is this far off..."""
+READER_PRIORITY = 5
+"""--realtime: the read-ahead thread's SCHED_FIFO priority, below the pacer's (10)."""
+LOOP_EVERY_NS = 10_000_000
+"""...and a socket holds unsent bytes or the loop has not run for 10 ms (client requests)."""
 WAIT_AFTER_SUBSCRIBE_S = 1.0
 SWITCH_INTERVAL_S = 0.0002
 """While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms)."""
@@ -112,6 +116,7 @@ class Player:
         self._reader: ReadAhead | None = None
         self._last_time_sent = 0
         self._resume: asyncio.Future | None = None
+        self._last_yield = 0
         self._last_rss = 0
 
     # --- reading ---------------------------------------------------------------------------
@@ -133,7 +138,12 @@ class Player:
         if self._reader is not None:
             self._reader.stop()
         self.gate.set()
-        self._reader = ReadAhead(lambda: self._messages(start_ns), lambda m: len(m.data), self.gate)
+        self._reader = ReadAhead(
+            lambda: self._messages(start_ns),
+            lambda m: len(m.data),
+            self.gate,
+            READER_PRIORITY if self.o.realtime and not self.o.max_speed else 0,
+        )
 
     async def _next_batch(self) -> list[RosMessage] | None:
         assert self._reader is not None
@@ -307,10 +317,13 @@ class Player:
                     t.errors.append(handed - clock.deadline(m.log_time))
             if (
                 not max_speed
-                and j < n
-                and clock.deadline(batch[j].log_time) - time.perf_counter_ns() > YIELD_NS
+                and (server.pending_writes() or handed - self._last_yield > LOOP_EVERY_NS)
+                and (
+                    j >= n or clock.deadline(batch[j].log_time) - time.perf_counter_ns() > YIELD_NS
+                )
             ):
-                await asyncio.sleep(0)  # the loop writes what the sockets did not take at once
+                self._last_yield = handed
+                await asyncio.sleep(0)  # the loop writes what sockets left, reads requests
             if handed - self._last_time_sent >= TIME_EVERY_NS:
                 self._last_time_sent = handed
                 await server.broadcast_time(batch[j - 1].log_time)

@@ -32,12 +32,14 @@ class ReadAhead:
         make: Callable[[], Iterator[Any]],
         size_of: Callable[[Any], int],
         gate: threading.Event | None = None,
+        priority: int = 0,
     ) -> None:
         self._queue: queue.Queue = queue.Queue(MAX_BATCHES)
         self._stop = threading.Event()
         self._gate = gate
         self._make, self._size_of = make, size_of
         self._head: Any = None
+        self._priority = priority
         self._thread = threading.Thread(target=self._run, name="play-readahead", daemon=True)
         self._thread.start()
 
@@ -51,9 +53,12 @@ class ReadAhead:
         return False
 
     def _run(self) -> None:
-        from bridge_lake.play.clock import normal_priority
+        from bridge_lake.play.clock import normal_priority, realtime_priority
 
-        normal_priority()  # a --realtime player's reader stays an ordinary thread
+        if self._priority:  # below the pacer's, above every ordinary process: a reader
+            realtime_priority(self._priority)  # holding the GIL is not preempted by them
+        else:
+            normal_priority()
         batch: list[Any] = []
         nbytes = 0
         try:

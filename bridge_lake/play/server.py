@@ -232,6 +232,15 @@ class PlayServer:
             kept.append((log_time, payload))
         await self._server.send_message(channel_id, log_time, payload)
 
+    def pending_writes(self) -> bool:
+        """Whether a client's transport holds bytes its socket did not take yet."""
+        assert self._server is not None
+        for client in self._server._clients:
+            transport = getattr(client.connection, "transport", None)
+            if transport is not None and transport.get_write_buffer_size():
+                return True
+        return False
+
     def latch(self, channel_id: int, log_time: int, payload: bytes) -> None:
         """Keep a message of a latched channel for subscribers without sending it now."""
         kept = self._latched.get(channel_id)
