@@ -31,10 +31,11 @@ def open_source(path: str | os.PathLike, *, variant: str | None = None) -> Recor
     return open_recording(p)
 
 
-def scene_file(manifest: Path, variant: str | None) -> Path:
+def scene_file(manifest: str | os.PathLike, variant: str | None) -> Path:
     """The file a scene manifest describes (or its variant's), inside the manifest's folder."""
     from bridge_lake.scenes.sets import load_manifest, manifest_path_for, scene_file_name
 
+    manifest = Path(manifest)
     doc = load_manifest(manifest)
     if variant is not None and variant != doc.get("variant"):
         other = manifest.parent / scene_file_name(str(doc["scene_id"]), variant)

@@ -372,3 +372,13 @@ def test_window_and_loop(tmp_path):
     assert played[: len(window)] == window
     assert played[len(window) : 2 * len(window)] == window  # the second round
     assert "interrupted" in out
+
+
+def test_truncated_mcap_names_the_offset(tmp_path):
+    """A recording cut short (no summary, no footer): one line with the offset of the cut."""
+    path = write_mcap(tmp_path / "a.mcap", seconds=1.0)
+    data = path.read_bytes()
+    cut = len(data) // 2
+    path.write_bytes(data[:cut])
+    result = cli(str(path), "--max-speed")
+    one_line_error(result, str(path), "offset")

@@ -120,8 +120,8 @@ class McapRecording(Recording):
                 summary = make_reader(f).get_summary()
         except OSError as exc:
             raise RecordingError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-        except Exception as exc:  # the mcap library's errors on a damaged summary or footer
-            raise RecordingError(f"{path}: not a readable MCAP file: {_what(exc)}") from exc
+        except Exception:  # a damaged or missing footer/summary (a recording cut short):
+            summary = None  # the scan below reads the records and names the damage's offset
         self._chunk_indexes: list[Any] = []
         if summary is not None and summary.channels:
             self._chunk_indexes = sorted(summary.chunk_indexes, key=lambda c: c.chunk_start_offset)
@@ -204,6 +204,10 @@ class McapRecording(Recording):
                 ) from exc
             raise RecordingError(f"{self.path}: cannot be read: {exc.strerror or exc}") from exc
         except Exception as exc:  # mcap's errors: CRC, truncation, bad records, decompression
+            if type(exc).__name__ == "EndOfFile":
+                raise RecordingError(
+                    f"{self.path}: offset {at}: the file ends inside a record (truncated)"
+                ) from exc
             raise RecordingError(
                 f"{self.path}: offset {at}: damaged MCAP record: {_what(exc)}"
             ) from exc
