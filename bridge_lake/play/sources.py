@@ -84,7 +84,7 @@ class DriveSource(Recording):
             if t.json_title is not None:
                 schema = (t.json_title, "jsonschema", t.json_schema or b"", "json", None)
             else:
-                schema = channel_schema(t.type, encoding)
+                schema = channel_schema(t.type, encoding, stream.types)
             name, sch_enc, data, msg_enc, _ = schema
             self.channels[i] = RosChannel(i, t.topic, name, sch_enc, data, msg_enc, t.latched)
         self.start_ns, self.end_ns = stream.start_ns, stream.end_ns
