@@ -12,6 +12,7 @@ from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
 from bridge_lake.cli_common import lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
+from bridge_lake.play.cli import add_command as add_play_command
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
 
@@ -470,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mapping_commands(sub)
     add_rig_commands(sub)
     add_scene_commands(sub)
+    add_play_command(sub)
     return parser
 
 

@@ -91,7 +91,21 @@ def run_demo(
     outcomes = materialize_drives(str(landing_root), str(lake_root), sources, home, out)
     _print_summary(outcomes, out)
     _print_ui_command(home, str(lake_root), str(landing_root), out)
+    _print_play_command(lake_root, out)
     return outcomes
+
+
+def _print_play_command(lake_root: Path, out: TextIO) -> None:
+    """The `bridge-lake play` command for the first clean scene the demo made."""
+    scenes = sorted(
+        p
+        for p in lake_root.glob("exports/drive=*/scenes/*.json")
+        if "--" not in p.name  # variants are <scene>--<variant>.json
+    )
+    if not scenes:
+        return
+    print("\nReplay a scene in Foxglove (open ws://127.0.0.1:8765 in the app):", file=out)
+    print(f"  bridge-lake play {scenes[0]}", file=out)
 
 
 def _print_ui_command(home: Path, lake: str, landing: str, out: TextIO) -> None:

@@ -413,23 +413,57 @@ def _check_request(r: ExportRequest) -> tuple[str, str]:
     return encoding, compression
 
 
-def export_drive(
-    lake: Lake,
-    drive: str,
-    out: str | os.PathLike,
-    request: ExportRequest = ExportRequest(),
-    *,
-    progress: Progress | None = None,
-) -> ExportResult:
-    """Write one drive (or its windows and topics) to `out`; see the module docstring."""
-    t_start = time.perf_counter()
-    release_large_frees()
-    encoding, compression = _check_request(request)
-    out = Path(out)
-    if out.exists() and not request.force:
-        raise ExportError(f"{out} exists; pass --force to overwrite it")
-    if not out.parent.is_dir():
-        raise ExportError(f"output folder {out.parent} does not exist")
+@dataclass
+class StreamTopic:
+    """One topic of a drive stream, in channel order."""
+
+    topic: str
+    type: str
+    latched: bool
+    json_title: str | None = None
+    json_schema: bytes | None = None
+    """JSON topics (generic ADTF tables): the table and its JSON Schema"""
+
+
+@dataclass
+class DriveStream:
+    """A drive's export before any file: its topics (index = channel), lanes, windows, time
+    shift and generated types; `messages()` is the time-ordered merge of every lane:
+    (channel indexes, log times, Serialized) batch by batch. `export_drive` writes it;
+    `bridge-lake play --drive` serves it."""
+
+    lake: Lake
+    drive: str
+    meta: dict
+    mapping: Mapping
+    encoding: str
+    spans: list[Window] | None
+    shift: int
+    start_ns: int
+    end_ns: int
+    topics: list[StreamTopic]
+    lanes: list[Lane]
+    lane_windows: dict[int, list[Window] | None]
+    left_out: dict[str, int]
+    """topics the format cannot carry (skipped with skip_unsupported) → their rows"""
+    types: ExportTypes
+    warnings: list[str]
+
+    def messages(self) -> Iterator[tuple[np.ndarray, np.ndarray, Serialized]]:
+        sources = []
+        index = {t.topic: i for i, t in enumerate(self.topics)}
+        for lane in self.lanes:
+            builder = _builder(self.lake, self.drive, lane, self.encoding, self.shift)
+            batches = builder.batches(self.lane_windows[id(lane)])
+            if lane.rule.type in PREFETCHED:
+                batches = prefetch(batches)
+            sources.append((index[lane.topic], batches))
+        return merge(sources)
+
+
+def plan_stream(lake: Lake, drive: str, request: ExportRequest = ExportRequest()) -> DriveStream:
+    """What `request` exports of `drive`: topics, lanes, windows and types (DriveStream)."""
+    encoding, _ = _check_request(request)
     meta = drive_meta(lake, drive)
     mapping = resolve_mapping(lake, drive, request.mapping)
     first, last = drive_span(lake, drive)
@@ -455,7 +489,8 @@ def export_drive(
         )
     lanes = [lane for lane in lanes if lane.topic not in left_out]
     start_ns = spans[0].start_ns if spans else first
-    lane_windows = {}
+    end_ns = spans[-1].end_ns - 1 if spans else last
+    lane_windows: dict[int, list[Window] | None] = {}
     for lane in lanes:
         lane_windows[id(lane)] = spans
         if (
@@ -469,26 +504,73 @@ def export_drive(
     shift = 0
     if request.time_base == "zero":
         shift = min([start_ns] + [w[0].start_ns for w in lane_windows.values() if w])
+    topics: list[StreamTopic] = []
+    seen: set[str] = set()
+    for lane in lanes:
+        if lane.topic in seen:
+            continue
+        seen.add(lane.topic)
+        latched = lane.rule.table == "calibrated/tf_static"
+        if lane.rule.type == JSON_TYPE:
+            title = lane.rule.table.split("/")[1]
+            schema = json_schema(dataset(lake, "normalized", title, drive).schema, title)
+            topics.append(StreamTopic(lane.topic, lane_type(lane), latched, title, schema))
+        else:
+            topics.append(StreamTopic(lane.topic, lane_type(lane), latched))
+    return DriveStream(
+        lake,
+        drive,
+        meta,
+        mapping,
+        encoding,
+        spans,
+        shift,
+        start_ns - shift,
+        end_ns - shift,
+        topics,
+        lanes,
+        lane_windows,
+        left_out,
+        plan.types,
+        plan.warnings,
+    )
+
+
+def export_drive(
+    lake: Lake,
+    drive: str,
+    out: str | os.PathLike,
+    request: ExportRequest = ExportRequest(),
+    *,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write one drive (or its windows and topics) to `out`; see the module docstring."""
+    t_start = time.perf_counter()
+    release_large_frees()
+    encoding, compression = _check_request(request)
+    out = Path(out)
+    if out.exists() and not request.force:
+        raise ExportError(f"{out} exists; pass --force to overwrite it")
+    if not out.parent.is_dir():
+        raise ExportError(f"output folder {out.parent} does not exist")
+    stream = plan_stream(lake, drive, request)
     tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
-    output = _open_output(request.format, tmp, encoding, request, compression, plan.types)
-    result = ExportResult(out, request.format, encoding, drive, mapping.path, spans, shift)
-    result.left_out = sorted(left_out)
-    result.left_out_rows = left_out
-    result.warnings = plan.warnings
+    output = _open_output(request.format, tmp, encoding, request, compression, stream.types)
+    result = ExportResult(
+        out, request.format, encoding, drive, stream.mapping.path, stream.spans, stream.shift
+    )
+    result.left_out = sorted(stream.left_out)
+    result.left_out_rows = stream.left_out
+    result.warnings = stream.warnings
     try:
-        channels: dict[str, int] = {}
-        sources = []
-        for lane in lanes:
-            if lane.topic not in channels:
-                latched = lane.rule.table == "calibrated/tf_static"
-                if lane.rule.type == JSON_TYPE:
-                    title = lane.rule.table.split("/")[1]
-                    schema = json_schema(dataset(lake, "normalized", title, drive).schema, title)
-                    channels[lane.topic] = output.add_json_topic(lane.topic, title, schema)
-                else:
-                    channels[lane.topic] = output.add_topic(
-                        lane.topic, lane_type(lane), latched=latched
-                    )
+        ids = np.zeros(len(stream.topics), np.uint16)
+        for i, t in enumerate(stream.topics):
+            if t.json_title is not None:
+                ids[i] = output.add_json_topic(t.topic, t.json_title, t.json_schema)
+            else:
+                ids[i] = output.add_topic(t.topic, t.type, latched=t.latched)
+        for lane in stream.lanes:
+            if lane.topic not in result.topics:
                 result.topics[lane.topic] = TopicStat(
                     lane.topic, lane_type(lane), lane.frame_id, table=lane.rule.table
                 )
@@ -496,16 +578,11 @@ def export_drive(
             stat.expected += lane.rows
             if "stream" in lane.selection and lane.selection["stream"] not in stat.streams:
                 stat.streams.append(str(lane.selection["stream"]))
-            builder = _builder(lake, drive, lane, encoding, shift)
-            batches = builder.batches(lane_windows[id(lane)])
-            if lane.rule.type in PREFETCHED:
-                batches = prefetch(batches)
-            sources.append((channels[lane.topic], batches))
-        by_channel = {v: k for k, v in channels.items()}
+        by_channel = {i: t.topic for i, t in enumerate(stream.topics)}
         total = sum(t.expected for t in result.topics.values())
         written = nbytes = 0
-        for c, t, m in merge(sources):
-            output.write(c, t, m)
+        for c, t, m in stream.messages():
+            output.write(ids[c], t, m)
             for ch in np.unique(c).tolist():
                 sel = t[c == ch]
                 stat = result.topics[by_channel[ch]]
@@ -516,7 +593,7 @@ def export_drive(
             nbytes += int(m.offsets[-1])
             if progress is not None:
                 progress(written, nbytes, total)
-        _attach(output, lake, drive, meta, result)
+        _attach(output, lake, drive, stream.meta, result)
         output.close()
     except BaseException as exc:
         try:
@@ -646,4 +723,14 @@ def _tum(path: Path, time_ns: np.ndarray, cols: dict, force: bool) -> Path:
     return path
 
 
-__all__ = ["ExportRequest", "ExportResult", "export_drive", "export_tum", "merge", "plan_lanes"]
+__all__ = [
+    "DriveStream",
+    "ExportRequest",
+    "ExportResult",
+    "StreamTopic",
+    "export_drive",
+    "export_tum",
+    "merge",
+    "plan_lanes",
+    "plan_stream",
+]

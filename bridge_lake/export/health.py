@@ -23,6 +23,7 @@ import numpy as np
 
 from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.formats.ros.files import BAG1_MAGIC, MCAP_MAGIC, BoundedFile, BoundedPath
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
@@ -115,9 +116,9 @@ def file_format(path: Path) -> str:
         raise HealthError(f"{path}: a folder without metadata.yaml is not a ROS 2 bag")
     with path.open("rb") as f:
         head = f.read(13)
-    if head.startswith(b"\x89MCAP0\r\n"):
+    if head.startswith(MCAP_MAGIC):
         return "mcap"
-    if head.startswith(b"#ROSBAG V2.0"):
+    if head.startswith(BAG1_MAGIC):
         return "bag1"
     raise HealthError(f"{path}: neither an MCAP file, a ROS 1 bag nor a ROS 2 bag folder")
 
@@ -236,15 +237,6 @@ def _time_ns(t: object) -> int | None:
     return None
 
 
-class BoundedPath(type(Path())):  # type: ignore[misc]
-    """A path whose binary `open` is a `BoundedFile`: rosbags' ROS 1 reader opens the path
-    it is given and reads a record's length, then `read(length)` (a 5.7 KB bag claiming a
-    512 MiB header made that allocation)."""
-
-    def open(self, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
-        return BoundedFile(self) if mode == "rb" else super().open(mode, *args, **kwargs)
-
-
 def _bag_messages(path: Path) -> Iterator:
     from rosbags.highlevel import AnyReader
 
@@ -297,35 +289,6 @@ def _bag2_storage_compression(path: Path, info: dict) -> str:
 def _compression_of(decompressor: object) -> str:
     module = getattr(decompressor, "__module__", "") or ""
     return "lz4" if "lz4" in module else "bz2" if "bz2" in module else "none"
-
-
-class BoundedFile:
-    """A read-only binary file whose `read(n)` asks for at most the bytes left in the file.
-
-    The mcap library reads a record's length field and then `read(length)`; a plain file
-    object allocates `length` bytes before reading, so a 1 KB file claiming a 4 GB string
-    made a 4 GB allocation. Here the request is cut to what the file holds."""
-
-    def __init__(self, path: str | os.PathLike) -> None:
-        self._f = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._size = os.fstat(self._f.fileno()).st_size
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            return self._f.read()
-        return self._f.read(max(0, min(n, self._size - self._f.tell())))
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self._f, name)  # seek, tell, readline, ...: as the file does them
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self) -> BoundedFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _mcap_messages(path: Path) -> Iterator:

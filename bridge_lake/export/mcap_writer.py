@@ -63,9 +63,10 @@ from mcap.records import (
     SummaryOffset,
 )
 
+from bridge_lake.formats.ros.files import MCAP_MAGIC
+
 Compression = Literal["zstd", "lz4", "none"]
 
-MAGIC = b"\x89MCAP0\r\n"
 DEFAULT_ZSTD_LEVEL = 2
 """On lidar clouds level 2 keeps most of level 1's speed for a third less size overhead over
 level 3 (the figures per level: docs/benchmarks.md, "Design figures"). Pass level=3 for
@@ -290,7 +291,7 @@ class McapWriter:
             self._owns_output = False
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mcap-chunk")
         self._position = 0
-        self._write(MAGIC)
+        self._write(MCAP_MAGIC)
         self._write_records([Header(profile=profile, library=library)])
 
     # -- registration --------------------------------------------------------------------
@@ -470,7 +471,7 @@ class McapWriter:
             self._write_records(self._unwritten_definitions(self._channels.values()))
             self._write_records([DataEnd(data_section_crc=0)])
             self._write_summary()
-            self._write(MAGIC)
+            self._write(MCAP_MAGIC)
             self._out.flush()
         finally:
             self._finished = True

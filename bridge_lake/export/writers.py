@@ -90,6 +90,23 @@ def write_each(
         write(connections[c], t, data[off[i] : off[i + 1]].tobytes())
 
 
+def channel_schema(
+    typename: str, encoding: str, types: ExportTypes | None = None
+) -> tuple[str, str, bytes, str, str | None]:
+    """(schema name, schema encoding, schema data, message encoding, ROS 1 md5sum) of a
+    message type (generated DDL types from `types`) in an export encoding (ros2 | ros1 |
+    protobuf): what an MCAP channel or a Foxglove WebSocket advertisement carries."""
+    types = types or ExportTypes()
+    if encoding == "protobuf":
+        from bridge_lake.export.protobuf import ddl, schema
+
+        struct = types.structs.get(typename)
+        name, data = ddl.schema(struct) if struct is not None else schema(typename)
+        return name, "protobuf", data, "protobuf", None
+    d = types.definition(typename, 2 if encoding == "ros2" else 1)
+    return d.name, d.encoding, d.text.encode(), "cdr" if encoding == "ros2" else "ros1", d.md5sum
+
+
 class McapOutput:
     """MCAP with ROS 2 (CDR) or ROS 1 messages, whose schemas carry the full message
     definitions, or with protobuf messages (Foxglove schemas and the project's own), whose
@@ -116,17 +133,9 @@ class McapOutput:
         self._schemas: dict[str, int] = {}
 
     def add_topic(self, topic: str, typename: str, *, latched: bool = False) -> int:
-        if self.encoding == "protobuf":
-            from bridge_lake.export.protobuf import ddl, schema
-
-            struct = self.types.structs.get(typename)
-            name, data = ddl.schema(struct) if struct is not None else schema(typename)
-            schema_encoding, message_encoding, md5 = "protobuf", "protobuf", None
-        else:
-            d = self.types.definition(typename, 2 if self.encoding == "ros2" else 1)
-            name, data, md5 = d.name, d.text.encode(), d.md5sum
-            schema_encoding = d.encoding
-            message_encoding = "cdr" if self.encoding == "ros2" else "ros1"
+        name, schema_encoding, data, message_encoding, md5 = channel_schema(
+            typename, self.encoding, self.types
+        )
         if name not in self._schemas:
             self._schemas[name] = self.writer.add_schema(name, schema_encoding, data)
         meta = {}

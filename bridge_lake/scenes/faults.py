@@ -560,7 +560,7 @@ def _stream(path: Path, frame: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]
     the caller's, raised between messages, never reach this generator."""
     from mcap.reader import NonSeekingReader, make_reader
 
-    from bridge_lake.export.health import BoundedFile
+    from bridge_lake.formats.ros.files import BoundedFile
 
     try:
         with BoundedFile(path) as f:
@@ -781,6 +781,27 @@ def inject(
                 f"{source}: {t.topic} carries {t.encoding} messages; faults are injected into "
                 "ROS 1 or ROS 2 (CDR) scenes"
             )
+    result = InjectionResult(Path(out), seed, [f.compact() for f in faults], [])
+    states = plan_faults(content.topics, faults, seed, start_ns, end_ns, result, optional=optional)
+    _write_variant(content, states, result, source_sha256)
+    return result
+
+
+def plan_faults(
+    topics: dict[str, TopicMessages],
+    faults: Sequence[FaultSpec],
+    seed: int,
+    start_ns: int,
+    end_ns: int,
+    result: InjectionResult,
+    *,
+    optional: bool = False,
+) -> dict[str, _State]:
+    """The seeded choices of `faults` on topics of a scene spanning [start_ns, end_ns): per
+    topic, which messages survive, their new log times, stamp shifts and black frames; every
+    affected message is added to `result.faults` (skipped specs to `result.skipped`). The
+    same topics, faults and seed give the same choices, written to a file (`inject`) or
+    applied while playing (`bridge-lake play --fault`)."""
     states = {
         name: _State(
             t,
@@ -789,19 +810,18 @@ def inject(
             np.zeros(len(t), np.int64),
             np.zeros(len(t), bool),
         )
-        for name, t in content.topics.items()
+        for name, t in topics.items()
     }
-    result = InjectionResult(Path(out), seed, [f.compact() for f in faults], [])
     for i, spec in enumerate(faults):
-        chosen = resolve_selector(spec.topic, content.topics)
-        chosen = [t for t in chosen if len(content.topics[t])]
+        chosen = resolve_selector(spec.topic, topics)
+        chosen = [t for t in chosen if len(topics[t])]
         if not chosen:
             if optional:
                 result.skipped.append(spec.compact())
                 continue
             raise FaultError(
                 f"fault {spec.compact()}: {spec.topic!r} selects no topic with messages; "
-                f"topics: {', '.join(content.topics)}"
+                f"topics: {', '.join(topics)}"
             )
         made: list[InjectedFault] = []
         for topic in chosen:
@@ -818,8 +838,7 @@ def inject(
         if not made:
             result.skipped.append(spec.compact())
         result.faults += made
-    _write_variant(content, states, result, source_sha256)
-    return result
+    return states
 
 
 def _apply(
@@ -1045,6 +1064,7 @@ __all__ = [
     "parse_compact",
     "parse_duration",
     "parse_yaml",
+    "plan_faults",
     "read_mcap",
     "scan_mcap",
     "specs_from_text",

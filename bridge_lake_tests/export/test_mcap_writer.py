@@ -45,7 +45,8 @@ from mcap.records import (
 from mcap_ros2.decoder import DecoderFactory
 from rosbags.typesys import Stores, get_typestore
 
-from bridge_lake.export.mcap_writer import MAGIC, McapWriter
+from bridge_lake.export.mcap_writer import McapWriter
+from bridge_lake.formats.ros.files import MCAP_MAGIC as MAGIC
 
 TS = get_typestore(Stores.ROS2_HUMBLE)
 READERS: dict[int, type[McapRecord]] = {

@@ -1,0 +1,362 @@
+"""`bridge-lake play`: a source served over the Foxglove WebSocket protocol on its own clock.
+
+One asyncio loop runs the server and the pacing (`clock.wait_until`): a spinning thread
+beside the loop would hold the GIL the loop needs, and the measured receive jitter was
+best with both on one thread (shared/notes/foxglove-ws.md). The source is read ahead on a
+thread in bounded batches (`readahead`), gated out of the last stretch before a deadline.
+The garbage collector is frozen while playing. Every message's send error is measured
+(`report`), so every run ends with the comparison table of timed players.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import gc
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from bridge_lake.errors import BridgeLakeError
+from bridge_lake.formats.ros.readers import Recording, RosMessage
+from bridge_lake.play.clock import (
+    TOGETHER_NS,
+    PlaybackClock,
+    Waker,
+    normal_priority,
+    precise_sleeps,
+    realtime_priority,
+    wait_until,
+)
+from bridge_lake.play.readahead import ReadAhead
+from bridge_lake.play.report import PlayReport
+from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer
+
+TIME_EVERY_NS = 50_000_000
+"""The playback clock goes to clients at most every 50 ms of wall time."""
+RSS_EVERY_NS = 100_000_000
+YIELD_NS = 400_000
+"""After a group, the loop runs its pending callbacks when the next one is this far off..."""
+READER_PRIORITY = 5
+"""--realtime: the read-ahead thread's SCHED_FIFO priority, below the pacer's (10)."""
+LOOP_EVERY_NS = 10_000_000
+"""...and a socket holds unsent bytes or the loop has not run for 10 ms (client requests)."""
+WAIT_AFTER_SUBSCRIBE_S = 1.0
+SWITCH_INTERVAL_S = 0.0002
+"""While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms)."""
+
+
+class PlayError(BridgeLakeError):
+    """Options that cannot be played (rate ≤ 0, a topic glob matching nothing, ...)."""
+
+
+@dataclass
+class PlayOptions:
+    topics: list[str] = field(default_factory=list)
+    start_ns: int | None = None
+    end_ns: int | None = None
+    rate: float = 1.0
+    max_speed: bool = False
+    loop: bool = False
+    paused: bool = False
+    wait_for_client: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8765
+    faults: list = field(default_factory=list)
+    seed: int = 0
+    realtime: bool = False
+
+
+def select_channels(source: Recording, patterns: list[str]) -> set[int]:
+    """Channel ids whose topic matches a glob; a glob matching nothing lists the topics."""
+    if not patterns:
+        return set(source.channels)
+    chosen: set[int] = set()
+    for p in patterns:
+        hit = {c.id for c in source.channels.values() if fnmatch.fnmatchcase(c.topic, p)}
+        if not hit:
+            topics = ", ".join(sorted(c.topic for c in source.channels.values()))
+            raise PlayError(f"--topics {p!r} matches no topic of {source.path}; topics: {topics}")
+        chosen |= hit
+    return chosen
+
+
+class Player:
+    def __init__(self, source: Recording, options: PlayOptions, report: PlayReport) -> None:
+        if not options.max_speed and not options.rate > 0:
+            raise PlayError(f"--rate must be > 0, not {options.rate:g}")
+        self.source, self.o, self.report = source, options, report
+        self.chosen = select_channels(source, options.topics)
+        self.first_ns = max(source.start_ns, options.start_ns or source.start_ns)
+        self.last_ns = min(
+            source.end_ns, options.end_ns if options.end_ns is not None else source.end_ns
+        )
+        if self.last_ns < self.first_ns:
+            raise PlayError(
+                f"the window selects nothing: {source.path} runs from {source.start_ns} to "
+                f"{source.end_ns} ns"
+            )
+        self.faults = None
+        if options.faults:
+            from bridge_lake.play.faults import LiveFaults
+
+            self.faults = LiveFaults(source, options.faults, options.seed)
+            report.faults_planned = len(self.faults.result.faults)
+            if options.end_ns is None:  # a delay may move the last messages past the end
+                self.last_ns = max(self.last_ns, self.faults.end_ns)
+        self.clock = PlaybackClock(self.first_ns, 1.0 if options.max_speed else options.rate)
+        self.interrupted = Waker()
+        self.gate = threading.Event()
+        self.gate.set()
+        self._pending: list[PlaybackRequest] = []
+        self._ids: dict[int, int] = {}
+        self.server: PlayServer | None = None
+        self._reader: ReadAhead | None = None
+        self._last_time_sent = 0
+        self._resume: asyncio.Future | None = None
+        self._last_yield = 0
+        self._last_rss = 0
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _messages(self, start_ns: int) -> Iterator[RosMessage]:
+        it = self.source.messages(start_ns if start_ns > self.source.start_ns else None)
+        if self.faults is not None:
+            it = self.faults.stream(it, start_ns if start_ns > self.source.start_ns else None)
+        for m in it:
+            if m.log_time < start_ns or m.channel.id not in self.chosen:
+                continue
+            if m.log_time > self.last_ns:
+                if self.source.time_ordered and self.faults is None:
+                    return
+                continue
+            yield m
+
+    def _open_reader(self, start_ns: int) -> None:
+        if self._reader is not None:
+            self._reader.stop()
+        self.gate.set()
+        self._reader = ReadAhead(
+            lambda: self._messages(start_ns),
+            lambda m: len(m.data),
+            self.gate,
+            READER_PRIORITY if self.o.realtime and not self.o.max_speed else 0,
+        )
+
+    async def _next_batch(self) -> list[RosMessage] | None:
+        assert self._reader is not None
+        got = self._reader.get_nowait()
+        while got is False:
+            self.gate.set()
+            got = await asyncio.to_thread(self._reader.get, 0.05)
+            if self.interrupted.is_set():
+                return []
+        return got  # type: ignore[return-value]
+
+    # --- control ---------------------------------------------------------------------------
+
+    def _on_playback(self, request: PlaybackRequest) -> None:
+        self._pending.append(request)
+        self.interrupted.wake()
+        if self._resume is not None and not self._resume.done():
+            self._resume.set_result(None)
+
+    async def _apply_controls(self) -> bool:
+        """Apply queued requests; True when a seek restarted the reader."""
+        assert self.server is not None
+        seeked = False
+        while self._pending:
+            r = self._pending.pop(0)
+            if r.speed > 0 and r.speed != self.clock.rate and not self.o.max_speed:
+                self.clock.set_rate(r.speed)
+            if r.seek_ns is not None:
+                target = min(max(r.seek_ns, self.first_ns), self.last_ns)
+                self.clock.anchor(target)
+                self._open_reader(target)
+                self.report.seeks += 1
+                seeked = True
+            if r.play:
+                self.clock.resume()
+            else:
+                self.clock.pause()
+            await self.server.broadcast_state(
+                PAUSED if self.clock.paused else PLAYING,
+                self.clock.position(),
+                self.clock.rate,
+                r.seek_ns is not None,
+                r.request_id,
+            )
+            if r.seek_ns is not None:
+                await self.server.resend_latched()
+        self.interrupted.clear()
+        return seeked
+
+    def _prelude(self) -> None:
+        """Latched messages logged before `--start` (a /tf_static at the file's start): kept
+        by the server for every subscriber, though the window leaves them out."""
+        assert self.server is not None
+        latched = {c for c in self.chosen if self.source.channels[c].latched}
+        if not latched or self.first_ns <= self.source.start_ns:
+            return
+        seen: set[int] = set()
+        for m in self.source.messages():
+            if m.log_time >= self.first_ns or seen == latched:
+                break
+            if m.channel.id in latched:
+                self.server.latch(self._ids[m.channel.id], m.log_time, m.data)
+                seen.add(m.channel.id)
+
+    # --- the run ---------------------------------------------------------------------------
+
+    async def run(self, started: asyncio.Event | None = None) -> None:
+        o = self.o
+        self.server = PlayServer(
+            o.host, o.port, data_range=(self.first_ns, self.last_ns), on_playback=self._on_playback
+        )
+        await self.server.start()
+        try:
+            for cid, ch in self.source.channels.items():
+                if cid in self.chosen:
+                    self._ids[cid] = await self.server.add_channel(ch)
+            await asyncio.to_thread(self._prelude)
+            if started is not None:
+                started.set()
+            print(f"serving {self.source.path} on {self.server.url}", flush=True)
+            if o.wait_for_client:
+                await self.server.subscribed.wait()
+                await asyncio.sleep(WAIT_AFTER_SUBSCRIBE_S)
+            if o.paused:
+                self.clock.pause()
+            await self._play()
+        finally:
+            if self._reader is not None:
+                self._reader.stop()
+            if self.faults is not None:
+                self.report.faults = self.faults.applied
+            await self.server.stop()
+
+    async def _play(self) -> None:
+        assert self.server is not None
+        server, clock, report = self.server, self.clock, self.report
+        self._open_reader(self.first_ns)
+        assert self._reader is not None
+        first = await asyncio.to_thread(self._reader.peek, 30.0)  # anchor once data is there
+        precise_sleeps()
+        if self.o.realtime:
+            refused = realtime_priority()
+            if refused:
+                print(
+                    f"bridge-lake: --realtime refused ({refused}); normal priority", file=sys.stderr
+                )
+        old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        report.started()
+        clock.anchor(self.first_ns if first is None else max(self.first_ns, first.log_time))
+        try:
+            while True:
+                batch = await self._next_batch()
+                if batch is None:
+                    await server.broadcast_state(ENDED, self.last_ns, clock.rate, False)
+                    if not self.o.loop:
+                        return
+                    report.loops += 1
+                    clock.anchor(self.first_ns)
+                    self._open_reader(self.first_ns)
+                    continue
+                if not batch:  # a control request came while waiting for data
+                    await self._wait_controls()
+                    continue
+                await self._send_batch(batch)
+        finally:
+            report.finished()
+            gc.enable()
+            gc.unfreeze()
+            sys.setswitchinterval(old_switch)
+            normal_priority()
+
+    async def _send_batch(self, batch: list[RosMessage]) -> bool:
+        """Send a batch on schedule; True when a control request cut it short."""
+        server, clock, report = self.server, self.clock, self.report
+        assert server is not None
+        i, n = 0, len(batch)
+        max_speed = self.o.max_speed
+        while i < n:
+            if self.interrupted.is_set() or clock.paused:
+                if await self._wait_controls():
+                    return True
+                continue
+            first = batch[i]
+            deadline = clock.deadline(first.log_time)
+            if not max_speed:
+                ok = await wait_until(
+                    deadline,
+                    self.interrupted,
+                    open_gate=self.gate.set,
+                    close_gate=self.gate.clear,
+                    idle=self._idle,
+                )
+                if not ok:
+                    continue
+            # the group due within TOGETHER_NS of the first is handed over together
+            j = i + 1
+            while j < n and clock.deadline(batch[j].log_time) - deadline <= TOGETHER_NS:
+                j += 1
+            handed = time.perf_counter_ns()
+            for m in batch[i:j]:
+                await server.send(self._ids[m.channel.id], m.log_time, m.data)
+            for m in batch[i:j]:
+                t = report.topic(m.channel.topic)
+                t.messages += 1
+                t.bytes += len(m.data)
+                if not max_speed:
+                    t.errors.append(handed - clock.deadline(m.log_time))
+            if (
+                not max_speed
+                and (server.pending_writes() or handed - self._last_yield > LOOP_EVERY_NS)
+                and (
+                    j >= n or clock.deadline(batch[j].log_time) - time.perf_counter_ns() > YIELD_NS
+                )
+            ):
+                self._last_yield = handed
+                await asyncio.sleep(0)  # the loop writes what sockets left, reads requests
+            if handed - self._last_time_sent >= TIME_EVERY_NS:
+                self._last_time_sent = handed
+                await server.broadcast_time(batch[j - 1].log_time)
+            if max_speed and handed - self._last_rss >= RSS_EVERY_NS:
+                self._idle()
+            i = j
+        return False
+
+    async def _wait_controls(self) -> bool:
+        """Paused or interrupted: apply requests, wait while paused; True after a seek."""
+        seeked = await self._apply_controls()
+        while self.clock.paused and not seeked:
+            self.gate.set()
+            if not self._pending:
+                self._resume = asyncio.get_running_loop().create_future()
+                await self._resume
+                self._resume = None
+            seeked = await self._apply_controls()
+        return seeked
+
+    def _idle(self) -> None:
+        now = time.perf_counter_ns()
+        if now - self._last_rss >= RSS_EVERY_NS:
+            self._last_rss = now
+            self.report.sample_rss()
+
+
+def play(source: Recording, options: PlayOptions, report: PlayReport) -> None:
+    """Run the player until the source ends (or Ctrl-C); the report is filled either way."""
+    player = Player(source, options, report)
+    try:
+        asyncio.run(player.run())
+        report.outcome = "ended"
+    except KeyboardInterrupt:
+        report.outcome = "interrupted"
+        report.finished()

@@ -1,0 +1,74 @@
+"""formats/ros/readers: what the mcap library and rosbags read, streamed one chunk at a time."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from bridge_lake.formats.ros.files import RecordingError
+from bridge_lake.formats.ros.readers import open_recording
+from bridge_lake_tests.play.support import NS, T0, write_bag1, write_bag2, write_mcap
+
+
+def _big_mcap(path, messages: int, size: int) -> None:
+    from mcap.writer import CompressionType, Writer
+
+    rng = np.random.default_rng(0)
+    with path.open("wb") as f:
+        w = Writer(f, compression=CompressionType.ZSTD, chunk_size=size)
+        w.start(profile="", library="test")
+        sid = w.register_schema("Blob", "jsonschema", b"{}")
+        cid = w.register_channel("/blob", "json", sid)
+        for i in range(messages):
+            w.add_message(cid, T0 + i * 1000, rng.bytes(size), T0 + i * 1000)
+        w.finish()
+
+
+def test_mcap_streams_one_chunk_at_a_time(tmp_path):
+    path = tmp_path / "big.mcap"
+    _big_mcap(path, 60, 1 << 20)  # 60 MB of incompressible payloads, 1 MB chunks
+    rec = open_recording(path)
+    tracemalloc.start()
+    n = sum(1 for _ in rec.messages())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert n == 60
+    assert peak < 8 << 20, peak  # a few chunks' worth, never the file
+
+
+def test_mcap_seek_starts_at_the_chunk_reaching_the_time(tmp_path):
+    path = write_mcap(tmp_path / "a.mcap", seconds=2.0)
+    rec = open_recording(path)
+    every = list(rec.messages())
+    t = T0 + NS
+    after = list(rec.messages(t))
+    assert after == [m for m in every if m.log_time >= t]
+    assert rec.start_ns == T0 and rec.end_ns == every[-1].log_time
+    latched = {c.topic for c in rec.channels.values() if c.latched}
+    assert latched == {"/tf_static"}
+
+
+@pytest.mark.parametrize("kind", ["bag1", "bag2"])
+def test_bags_in_time_order_with_their_schemas(tmp_path, kind):
+    from rosbags.highlevel import AnyReader
+
+    path = write_bag1(tmp_path / "a.bag") if kind == "bag1" else write_bag2(tmp_path / "b")
+    rec = open_recording(path)
+    got = [(m.channel.topic, m.log_time, m.data) for m in rec.messages()]
+    with AnyReader([path]) as r:
+        want = [(c.topic, t, bytes(d)) for c, t, d in r.messages()]
+    assert got == want
+    imu = next(c for c in rec.channels.values() if c.topic == "/imu")
+    assert imu.type == "sensor_msgs/msg/Imu"
+    assert imu.schema_encoding == ("ros1msg" if kind == "bag1" else "ros2msg")
+    assert b"orientation" in imu.schema_data
+
+
+def test_not_a_recording(tmp_path):
+    (tmp_path / "x.bin").write_bytes(b"hello")
+    with pytest.raises(RecordingError, match="neither an MCAP"):
+        open_recording(tmp_path / "x.bin")
+    with pytest.raises(RecordingError, match="no such file"):
+        open_recording(tmp_path / "missing.mcap")
