@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge_lake.scenes.replay import render_html, render_json, render_table, replay_check
+from bridge_lake.scenes.replay import replay_check
+from bridge_lake.scenes.replay_report import render_html, render_json, render_table
 from fuzz import corpus
 from fuzz.targets import scratch_file
 
