@@ -46,7 +46,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from bridge_lake.demo import run_demo
 
-    outcomes = run_demo(
+    result = run_demo(
         args.workdir,
         drives=args.drives,
         minutes=args.minutes,
@@ -54,19 +54,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         source=args.source,
         out=sys.stdout,
     )
-    ok = outcomes and all(o.run_ok and not o.checks_failed for o in outcomes)
-    return 0 if ok else 1
+    return result.exit_code
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    """Exit 0: every drive ok (or warn, or skipped as done); 1: a drive or asset failed or
+    did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM."""
     from bridge_lake import settings
-    from bridge_lake.demo import run_ingest
+    from bridge_lake.defs.ingest import run_ingest
 
     lake = args.lake or settings.lake_root()
-    outcomes = run_ingest(
-        str(args.landing), lake, args.drive, out=sys.stdout, launch=args.launch, wait=args.wait
+    result = run_ingest(
+        str(args.landing),
+        lake,
+        args.drive,
+        out=sys.stdout,
+        launch=args.launch,
+        wait=args.wait,
+        force=args.force,
     )
-    return 0 if all(o.run_ok and not o.checks_failed for o in outcomes) else 1
+    return result.exit_code
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -353,6 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="wait",
         action="store_false",
         help="with --launch: print the run ids and return without waiting for the runs",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run every drive, also those an earlier run did with the same inputs and code",
     )
     p.set_defaults(func=_cmd_ingest)
 
