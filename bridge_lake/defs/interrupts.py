@@ -19,16 +19,20 @@ daemon): the mask is the thread's, whatever handler Dagster has installed.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import dagster as dg
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+POLL_S = 0.05
+"""How often a run not yet executing is looked at after a signal."""
 
 
 @contextmanager
@@ -127,16 +131,29 @@ class StopWatcher:
                 self._mark_canceling()
 
     def _mark_canceling(self) -> None:
-        """The termination request, recorded as the UI's Terminate records it."""
+        """The termination request, recorded as the UI's Terminate records it. A run that
+        Dagster had not started executing when the signal came never saw it (the handler
+        then was this module's): once it runs, it is interrupted the way the signal would
+        have, before or inside its first step."""
         with self._lock:
             run_id = self._run_id
         if run_id is None:
             return
         run = self.instance.get_run_by_id(run_id)
-        if run is not None and not run.is_finished:
-            self.instance.report_run_canceling(
-                run, message=f"bridge-lake ingest received {self.stopped}"
-            )
+        early = run is None or run.status != dg.DagsterRunStatus.STARTED
+        while run is None or run.status != dg.DagsterRunStatus.STARTED:
+            if run is not None and run.is_finished:
+                return
+            time.sleep(POLL_S)
+            with self._lock:
+                if self._run_id != run_id:
+                    return
+            run = self.instance.get_run_by_id(run_id)
+        self.instance.report_run_canceling(
+            run, message=f"bridge-lake ingest received {self.stopped}"
+        )
+        if early:
+            _thread.interrupt_main(signal.SIGINT)
 
     def _settle(self, run_id: str) -> None:
         """A run the interrupt ended before its CANCELING was recorded ends as FAILURE;

@@ -41,8 +41,12 @@ def _checks(a: AssetStatus) -> str:
     if a.checks_failed:
         parts.append(f"{a.checks_failed} failed")
     if a.checks_warned:
-        parts.append(f"{a.checks_warned} warning" + ("s" if a.checks_warned > 1 else ""))
+        parts.append(_plural(a.checks_warned, "warning"))
     return ", ".join(parts)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _asset_rows(a: AssetStatus) -> list[list[str]]:
@@ -82,7 +86,7 @@ def print_summary(
     print(
         f"\n{len(outcomes)} drives: {_counts([d.status for d in outcomes], DRIVE_ORDER)}. "
         f"{len(assets)} assets: {_counts(assets, ASSET_ORDER) or 'none run'}. "
-        f"Checks: {passed} passed, {failed} failed, {warned} warnings.",
+        f"Checks: {passed} passed, {failed} failed, {_plural(warned, 'warning')}.",
         file=out,
     )
     if log is not None:
