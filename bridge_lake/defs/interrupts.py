@@ -67,6 +67,8 @@ class StopWatcher:
         self._pipe: tuple[int, int] | None = None
         self._saved: dict[int, object] = {}
         self._old_fd = -1
+        self._own = 0
+        """interrupt_main calls made here whose wakeup byte has not been read yet."""
 
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
@@ -118,6 +120,11 @@ class StopWatcher:
             for signo in data:
                 if signo not in STOP_SIGNALS:
                     continue
+                with self._lock:
+                    own = self._own > 0 and signo == signal.SIGINT
+                    self._own -= own
+                if own:
+                    continue
                 name = signal.Signals(signo).name
                 if self.stopped is not None:
                     self.say(f"{name} again: exiting now")
@@ -153,6 +160,8 @@ class StopWatcher:
             run, message=f"bridge-lake ingest received {self.stopped}"
         )
         if early:
+            with self._lock:
+                self._own += 1  # its byte in the wakeup pipe is not the user's second signal
             _thread.interrupt_main(signal.SIGINT)
 
     def _settle(self, run_id: str) -> None:

@@ -58,8 +58,9 @@ def settings_digest(lake: str) -> str:
     """What every drive's output depends on besides its folder: the lake, the BRIDGE_LAKE_*
     settings, and the content of the rig folders and the mapping file they name."""
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(SETTINGS_PREFIX))
-    named = [Path(p) for p in (*rig_dirs(), os.environ.get("BRIDGE_LAKE_ADTF_MAPPING", ""))]
-    files = [f for p in named if str(p) and p.exists() for f in _files(p)]
+    mapping = os.environ.get("BRIDGE_LAKE_ADTF_MAPPING")
+    named = [*rig_dirs(), *([Path(mapping)] if mapping else [])]
+    files = [f"{p}/{f}" for p in named if p.exists() for f in _files(p)]
     return _digest([lake, *env, *files])
 
 
