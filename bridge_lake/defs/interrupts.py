@@ -13,8 +13,11 @@ Between runs (or before the first) the signal is only recorded.
 `publishing()` brackets the span in which a step makes a drive's tables public and records
 their materializations and check results: SIGINT and SIGTERM are blocked in that thread for
 the span and delivered when it ends, so a partition is never visible without the check
-results that let it through. This holds wherever the step runs (ingest, dagster dev, the
-daemon): the mask is the thread's, whatever handler Dagster has installed.
+results that let it through. The mask is the thread's, whatever handler Dagster has
+installed meanwhile; it holds the signal when no other thread of the process accepts it,
+as in `bridge-lake ingest` (its only other thread, the watcher, blocks both) and in a step
+process of its own. A process with threads that accept signals would run Python's handler
+in the main thread anyway.
 """
 
 from __future__ import annotations
