@@ -38,6 +38,9 @@ RUN_EVENTS = {
     dg.DagsterEventType.ASSET_MATERIALIZATION,
     dg.DagsterEventType.ASSET_CHECK_EVALUATION,
     dg.DagsterEventType.STEP_FAILURE,
+    dg.DagsterEventType.STEP_START,
+    dg.DagsterEventType.ENGINE_EVENT,
+    dg.DagsterEventType.RUN_FAILURE,
 }
 
 
@@ -95,6 +98,9 @@ class _RunRecords:
     materialized: dict[str, dg.AssetMaterialization] = field(default_factory=dict)
     checks: dict[str, list[dg.AssetCheckEvaluation]] = field(default_factory=dict)
     step_errors: dict[str, str] = field(default_factory=dict)
+    steps_started: int = 0
+    run_error: str = ""
+    """Why the run failed when no step did: the engine's word before the run's failure."""
 
 
 def asset_nodes(assets: Iterable[dg.AssetsDefinition]) -> list[AssetNode]:
@@ -116,11 +122,19 @@ def asset_nodes(assets: Iterable[dg.AssetsDefinition]) -> list[AssetNode]:
 
 def _records(instance: dg.DagsterInstance, run_id: str) -> _RunRecords:
     out = _RunRecords()
+    engine = ""
     for entry in instance.all_logs(run_id, of_type=RUN_EVENTS):
         event = entry.dagster_event
         if event is None:
             continue
-        if event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+        if event.event_type == dg.DagsterEventType.ENGINE_EVENT:
+            engine = event.message or engine
+        elif event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            error = getattr(event.event_specific_data, "error", None)
+            out.run_error = error_line(error) if error else engine or (event.message or "")
+        elif event.event_type == dg.DagsterEventType.STEP_START:
+            out.steps_started += 1
+        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             m = event.materialization
             out.materialized[m.asset_key.to_user_string()] = m
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -178,6 +192,12 @@ def drive_outcome(
         return DriveOutcome(drive_id, FAILED, run_id, seconds, reason="the run is not recorded")
     rec = _records(instance, run_id)
     canceled = run.status in (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.CANCELING)
+    if not rec.steps_started and run.status != dg.DagsterRunStatus.SUCCESS:
+        why = "canceled before it ran" if canceled else "the run ended before any step"
+        assets = tuple(AssetStatus(n.key, NOT_RUN, reason=why) for n in nodes)
+        status = CANCELED if canceled else FAILED
+        reason = "" if canceled else f"the run failed: {rec.run_error or 'see the log'}"
+        return DriveOutcome(drive_id, status, run_id, seconds, assets, reason)
     statuses: dict[str, AssetStatus] = {}
     for node in nodes:
         statuses[node.key] = _asset_status(node, rec, statuses, canceled)
@@ -190,7 +210,8 @@ def drive_outcome(
         status = WARN if any(a.status == WARN for a in assets) else OK
     reason = ""
     if run.status == dg.DagsterRunStatus.FAILURE and not any(a.status in BAD for a in assets):
-        reason = "the run failed: " + (next(iter(rec.step_errors.values()), "") or "see the log")
+        first = next(iter(rec.step_errors.values()), "") or rec.run_error
+        reason = f"the run failed: {first or 'see the log'}"
     return DriveOutcome(drive_id, status, run_id, seconds, assets, reason)
 
 

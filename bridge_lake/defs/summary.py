@@ -116,7 +116,8 @@ def write_log(instance: dg.DagsterInstance, runs: Sequence[tuple[str, str]], pat
                 kind = event.event_type_value if event is not None else "LOG"
                 step = entry.step_key or "-"
                 level = logging.getLevelName(entry.level)
-                f.write(f"{stamp}Z {level} {step} {kind}: {entry.user_message}\n")
+                message = (event.message if event is not None else None) or entry.user_message
+                f.write(f"{stamp}Z {level} {step} {kind}: {message}\n")
                 error = getattr(getattr(event, "event_specific_data", None), "error", None)
                 if error is not None:
                     f.write("    " + error.to_string().replace("\n", "\n    ").rstrip() + "\n")
