@@ -159,7 +159,7 @@ def run_drives(
     from bridge_lake.definitions import ASSETS  # the Dagster graph, imported only when run
 
     nodes = asset_nodes(ASSETS)
-    config = settings_digest(lake)
+    config = settings_digest(absolute(lake))  # the same relative path elsewhere is another lake
     code = code_digest()
     tags = {
         d.drive_id: {
@@ -244,15 +244,23 @@ def materialize_drives(
         print(f"  [{i}/{len(todo)}] {drive_id} ...", end="", file=out, flush=True)
         run_id = str(uuid.uuid4())
         t = time.perf_counter()
-        with watcher.running(run_id):
-            job.execute_in_process(
-                partition_key=drive_id,
-                instance=instance,
-                raise_on_error=False,
-                run_config=QUIET_LOGS,
-                tags=tags[drive_id],
-                run_id=run_id,
-            )
+        try:
+            with watcher.running(run_id):
+                job.execute_in_process(
+                    partition_key=drive_id,
+                    instance=instance,
+                    raise_on_error=False,
+                    run_config=QUIET_LOGS,
+                    tags=tags[drive_id],
+                    run_id=run_id,
+                )
+        except KeyboardInterrupt:  # the stop request came while the run was set up
+            if not watcher.stopped:
+                raise
+        if instance.get_run_by_id(run_id) is None:
+            outcomes.append(_not_started(drive_id, watcher.stopped))
+            print(" not started", file=out, flush=True)
+            continue
         outcome = drive_outcome(instance, run_id, drive_id, nodes, time.perf_counter() - t)
         outcomes.append(outcome)
         print(f" {outcome.status} in {outcome.seconds:.1f} s", file=out, flush=True)

@@ -8,7 +8,9 @@ where Dagster's handlers take SIGINT (and SIGTERM) while a run executes: they in
 (`signal.set_wakeup_fd`) records the stop request and marks the run in flight CANCELING in
 the instance; a run that Dagster nevertheless recorded as failed by the interrupt is then
 reported canceled; no further drive starts; a second signal ends the process at once.
-Between runs (or before the first) the signal is only recorded.
+Between runs the signal is only recorded; while a run is being set up or wound up (outside
+Dagster's handlers) it raises KeyboardInterrupt out of `execute_in_process`, and a run left
+unfinished is reported canceled.
 
 `publishing()` brackets the span in which a step makes a drive's tables public and records
 their materializations and check results: SIGINT and SIGTERM are blocked in that thread for
@@ -22,7 +24,6 @@ in the main thread anyway.
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import sys
@@ -52,10 +53,6 @@ def publishing() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
-def _record_only(signum: int, frame: object) -> None:
-    """A signal between runs: the watcher has recorded it; nothing is interrupted."""
-
-
 class StopWatcher:
     """Turns SIGINT / SIGTERM into a stop request (`stopped` names the signal) and cancels
     the run registered with `running()`. A context manager for the main thread."""
@@ -65,13 +62,12 @@ class StopWatcher:
         self.say = say
         self.stopped: str | None = None
         self._run_id: str | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the main thread's signal handler takes it too
         self._thread: threading.Thread | None = None
         self._pipe: tuple[int, int] | None = None
         self._saved: dict[int, object] = {}
         self._old_fd = -1
-        self._own = 0
-        """interrupt_main calls made here whose wakeup byte has not been read yet."""
+        self._seen = 0
 
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
@@ -80,7 +76,7 @@ class StopWatcher:
         os.set_blocking(w, False)
         self._pipe = (r, w)
         for s in STOP_SIGNALS:
-            self._saved[s] = signal.signal(s, _record_only)
+            self._saved[s] = signal.signal(s, self._on_signal)
         self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         self._thread = threading.Thread(target=self._watch, name="stop-watcher", daemon=True)
         self._thread.start()
@@ -97,6 +93,17 @@ class StopWatcher:
         if self._thread is not None:
             self._thread.join()
         os.close(r)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        """The main thread's handler whenever Dagster's are not installed: between drives
+        the watcher has recorded the signal and nothing is interrupted; while a run is
+        being set up (before Dagster executes it) or wound up, KeyboardInterrupt leaves
+        `execute_in_process` and the run is settled as canceled by `running()`."""
+        with self._lock:
+            pending = self._run_id is not None
+            self.stopped = self.stopped or signal.Signals(signum).name
+        if pending:
+            raise KeyboardInterrupt
 
     @contextmanager
     def running(self, run_id: str) -> Iterator[None]:
@@ -123,59 +130,50 @@ class StopWatcher:
             for signo in data:
                 if signo not in STOP_SIGNALS:
                     continue
-                with self._lock:
-                    own = self._own > 0 and signo == signal.SIGINT
-                    self._own -= own
-                if own:
-                    continue
                 name = signal.Signals(signo).name
-                if self.stopped is not None:
+                self._seen += 1
+                if self._seen > 1:
                     self.say(f"{name} again: exiting now")
                     sys.stdout.flush()
                     os._exit(130)
-                self.stopped = name
+                with self._lock:
+                    self.stopped = self.stopped or name
                 self.say(
                     f"\n{name} received: canceling the run in flight, starting no more "
                     "drives (send it again to exit at once)"
                 )
-                self._mark_canceling()
+                threading.Thread(target=self._mark_canceling, daemon=True).start()
 
     def _mark_canceling(self) -> None:
-        """The termination request, recorded as the UI's Terminate records it. A run that
-        Dagster had not started executing when the signal came never saw it (the handler
-        then was this module's): once it runs, it is interrupted the way the signal would
-        have, before or inside its first step."""
+        """The termination request, recorded as the UI's Terminate records it, once the run
+        executes (a run still being set up is stopped by `_on_signal` instead)."""
         with self._lock:
             run_id = self._run_id
-        if run_id is None:
-            return
-        run = self.instance.get_run_by_id(run_id)
-        early = run is None or run.status != dg.DagsterRunStatus.STARTED
-        while run is None or run.status != dg.DagsterRunStatus.STARTED:
+        while run_id is not None:
+            run = self.instance.get_run_by_id(run_id)
             if run is not None and run.is_finished:
+                return
+            if run is not None and run.status == dg.DagsterRunStatus.STARTED:
+                self.instance.report_run_canceling(
+                    run, message=f"bridge-lake ingest received {self.stopped}"
+                )
                 return
             time.sleep(POLL_S)
             with self._lock:
                 if self._run_id != run_id:
                     return
-            run = self.instance.get_run_by_id(run_id)
-        self.instance.report_run_canceling(
-            run, message=f"bridge-lake ingest received {self.stopped}"
-        )
-        if early:
-            with self._lock:
-                self._own += 1  # its byte in the wakeup pipe is not the user's second signal
-            _thread.interrupt_main(signal.SIGINT)
 
     def _settle(self, run_id: str) -> None:
-        """A run the interrupt ended before its CANCELING was recorded ends as FAILURE;
-        it was canceled by the user, and the instance says so."""
+        """After a stop request: a run left unfinished (interrupted while being set up) or
+        ended as FAILURE by the interrupt before its CANCELING was recorded was canceled by
+        the user, and the instance says so."""
         run = self.instance.get_run_by_id(run_id)
-        if (
-            run is not None
-            and run.status == dg.DagsterRunStatus.FAILURE
-            and _interrupted(self.instance, run_id)
-        ):
+        if run is None:
+            return
+        interrupted = run.status == dg.DagsterRunStatus.FAILURE and _interrupted(
+            self.instance, run_id
+        )
+        if not run.is_finished or interrupted:
             self.instance.report_run_canceled(
                 run, message=f"canceled: bridge-lake ingest received {self.stopped}"
             )

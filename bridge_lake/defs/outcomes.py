@@ -107,7 +107,7 @@ def asset_nodes(assets: Iterable[dg.AssetsDefinition]) -> list[AssetNode]:
     """The assets of the given definitions in their order, with steps, deps and checks."""
     nodes = []
     for a in assets:
-        for key in a.keys:
+        for key in sorted(a.keys, key=lambda k: k.to_user_string()):  # a set: give it an order
             checks = {s.name: s.description or "" for s in a.check_specs if s.asset_key == key}
             nodes.append(
                 AssetNode(
