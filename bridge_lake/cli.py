@@ -13,6 +13,7 @@ from bridge_lake.cli_common import lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.play.cli import add_command as add_play_command
+from bridge_lake.query_output import FORMATS as QUERY_FORMATS
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
 
@@ -46,7 +47,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from bridge_lake.demo import run_demo
 
-    outcomes = run_demo(
+    result = run_demo(
         args.workdir,
         drives=args.drives,
         minutes=args.minutes,
@@ -54,19 +55,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         source=args.source,
         out=sys.stdout,
     )
-    ok = outcomes and all(o.run_ok and not o.checks_failed for o in outcomes)
-    return 0 if ok else 1
+    return result.exit_code
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    """Exit 0: every drive ok (or warn, or skipped as done); 1: a drive or asset failed or
+    did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM."""
     from bridge_lake import settings
-    from bridge_lake.demo import run_ingest
+    from bridge_lake.defs.ingest import run_ingest
 
     lake = args.lake or settings.lake_root()
-    outcomes = run_ingest(
-        str(args.landing), lake, args.drive, out=sys.stdout, launch=args.launch, wait=args.wait
+    result = run_ingest(
+        str(args.landing),
+        lake,
+        args.drive,
+        out=sys.stdout,
+        launch=args.launch,
+        wait=args.wait,
+        force=args.force,
     )
-    return 0 if all(o.run_ok and not o.checks_failed for o in outcomes) else 1
+    return result.exit_code
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -104,39 +112,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 1 if d["issues"] else 0
 
 
-QUERY_FORMATS = ("table", "csv", "json", "parquet")
-
-
-def _printable(frame):
-    """A frame CSV and JSON can hold: binary as hex (the column renamed `<name>_hex`), lists
-    and structs as JSON text, and DuckDB's HUGEINT sums (decimal(38,0)) as int64 when they fit."""
-    import polars as pl
-
-    out = []
-    for name, dtype in frame.schema.items():
-        col = pl.col(name)
-        if dtype == pl.Binary:
-            out.append(col.bin.encode("hex").alias(f"{name}_hex"))
-        elif isinstance(dtype, pl.List | pl.Array | pl.Struct):
-            out.append(col.map_elements(_json, return_dtype=pl.String).alias(name))
-        elif isinstance(dtype, pl.Decimal) and dtype.scale == 0:
-            out.append(col.cast(pl.Int64, strict=False).alias(name))
-        else:
-            out.append(col)
-    return frame.select(out)
-
-
-def _json(value: object) -> str:
-    import json
-
-    if hasattr(value, "to_list"):
-        value = value.to_list()
-    return json.dumps(value, default=str)
-
-
 def _cmd_query(args: argparse.Namespace) -> int:
-    import polars as pl
-
+    from bridge_lake import query_output as qo
     from bridge_lake.lake.query import connect
 
     con = connect(lake_from_args(args))
@@ -144,28 +121,23 @@ def _cmd_query(args: argparse.Namespace) -> int:
         frame = con.sql(args.sql).pl()
     except Exception as exc:  # DuckDB's parser/binder/IO errors: report, don't trace
         raise BridgeLakeError(f"query failed: {exc}") from exc
-    if args.format == "parquet":
+    fmt = qo.choose_format(args.format, args.out, sys.stdout.isatty())
+    if fmt == "parquet":
         if not args.out:
             raise BridgeLakeError("--format parquet needs --out FILE")
         frame.write_parquet(args.out)
         return 0
-    if args.format in ("csv", "json"):
-        frame = _printable(frame)
-        text = frame.write_csv() if args.format == "csv" else frame.write_json()
-    else:
-        shown = frame.select(
-            [
-                pl.col(n).bin.encode("hex").str.slice(0, 16) + "…" if t == pl.Binary else pl.col(n)
-                for n, t in frame.schema.items()
-            ]
+    if fmt == "table":
+        width = args.width or (qo.terminal_width() if not args.out else 10_000)
+        text = qo.render_table(
+            frame,
+            width=width,
+            max_rows=args.max_rows,
+            max_cols=args.max_cols,
+            max_width=args.max_width,
         )
-        with pl.Config(
-            tbl_rows=args.max_rows,
-            tbl_cols=args.max_cols,
-            fmt_str_lengths=args.max_width,
-            tbl_hide_dataframe_shape=False,
-        ):
-            text = str(shown)
+    else:
+        text = qo.machine_text(frame, fmt)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:
@@ -354,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="with --launch: print the run ids and return without waiting for the runs",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run every drive, also those an earlier run did with the same inputs and code",
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
@@ -373,15 +350,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         choices=QUERY_FORMATS,
-        default="table",
-        help="table (terminal), csv / json (binary as hex, nested as JSON), parquet (needs --out)",
+        default="auto",
+        help="auto (default): a table on a terminal, CSV when stdout is a pipe or file, or by "
+        "the suffix of --out; table; csv / tsv / json (binary as hex, nested as JSON); "
+        "parquet (needs --out)",
     )
     p.add_argument("--out", help="write the result to this file instead of stdout")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
     p.add_argument("--max-cols", type=int, default=12, help="columns shown by --format table")
-    p.add_argument(
-        "--max-width", type=int, default=40, help="characters per cell shown by --format table"
-    )
+    p.add_argument("--max-width", type=int, default=40, help="characters per text cell in a table")
+    p.add_argument("--width", type=int, help="table width in characters (default: the terminal's)")
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser(

@@ -42,7 +42,7 @@ def test_launched_run_executes_out_of_process_and_is_summarized(tmp_path, capsys
     (run_id,) = RUN_ID.findall(out)
     assert "submitted 1 runs of lake_job (launched at once)" in out
     assert f"[1/1 finished] {made.drive_id}: success after" in out
-    assert "1 drives, 23 materializations" in out and " 0 failed" in out
+    assert "\n1 drives: " in out and ". 23 assets: " in out and ", 0 failed, " in out
     with dg.DagsterInstance.from_config(str(home)) as instance:
         run = instance.get_run_by_id(run_id)
         assert run.job_name == "lake_job" and run.status == dg.DagsterRunStatus.SUCCESS

@@ -7,7 +7,7 @@ import subprocess
 import time
 import urllib.request
 
-from bridge_lake.demo import ui_command
+from bridge_lake.defs.ingest import ui_command
 from bridge_lake_tests.conftest import REPO, free_port
 
 START_TIMEOUT_S = 240

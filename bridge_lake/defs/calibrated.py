@@ -6,6 +6,7 @@ layer: when a blocking check fails the previous partitions stay and the step fai
 """
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import dagster as dg
 
@@ -13,6 +14,7 @@ from bridge_lake.calibrate.drive import CalibrateResult, calibrate_drive
 from bridge_lake.calibrate.quality import CHECKS, findings
 from bridge_lake.calibrate.report import render_calibrated_report
 from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
+from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
@@ -93,13 +95,25 @@ def _metadata(store, result: CalibrateResult, table: str, report: str) -> dict:
 def calibrated(
     context: dg.AssetExecutionContext, config: CalibrateConfig, lake: LakeResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    with ExitStack() as span:  # closed however the step ends
+        yield from _calibrate(context, config, lake, span)
+
+
+def _calibrate(
+    context: dg.AssetExecutionContext, config: CalibrateConfig, lake: LakeResource, span: ExitStack
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    """The step: stage, audit, publish; from the publish to the last check result recorded
+    it is one `publishing()` span, which `bridge-lake ingest` never interrupts."""
     drive = context.partition_key
     store = lake.get()
     found: list[Finding] = []
 
     def audit(staged: CalibrateResult) -> bool:
         found.extend(findings(staged))
-        return all(f.passed for f in found if f.error)
+        passed = all(f.passed for f in found if f.error)
+        if passed:
+            span.enter_context(publishing())
+        return passed
 
     progress = Progress(f"calibrate {drive} lidar points", context.log.info, unit="points")
 

@@ -9,14 +9,16 @@ per run, beside this one). The code location is loaded the way `dagster dev` loa
 name. Each run's config pins the lake and landing zone the user named, whatever the
 environment of the process that ends up running it.
 
-Dagster has no public API for creating a run of a remote job; this follows what `dagster job
-launch` does (dagster._cli.job) on the 1.13 internals the project pins.
+Dagster has no public API for loading a workspace or creating a run of a remote job; this
+follows what `dagster job launch` does (dagster._cli.job) on the 1.13 internals the project
+pins. Everything else (the instance, its run coordinator, run statuses, the event log) goes
+through the public API.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,6 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.remote_representation.code_location import CodeLocation
 from dagster._core.remote_representation.external import RemoteJob, RemoteRepository
-from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import (
     ModuleTarget,
@@ -43,6 +44,8 @@ QUEUE_DAEMON = "QUEUED_RUN_COORDINATOR"
 DAEMON_FRESH_S = 120.0
 """A daemon whose last heartbeat is older than this is taken as not running."""
 POLL_S = 2.0
+CANCEL_WAIT_S = 15.0
+"""How long canceled runs are waited for before the summary shows them as they are."""
 FINISHED = frozenset(
     {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 )
@@ -60,7 +63,7 @@ class Submitted:
 
 def queues(instance: dg.DagsterInstance) -> bool:
     """True when the instance queues submitted runs for its daemon to start."""
-    return isinstance(instance.run_coordinator, QueuedRunCoordinator)
+    return isinstance(instance.run_coordinator, dg.QueuedRunCoordinator)
 
 
 def queue_needs_daemon(instance: dg.DagsterInstance) -> bool:
@@ -98,18 +101,18 @@ def _lake_job(ws: WorkspaceRequestContext) -> tuple[CodeLocation, RemoteReposito
 def submit_drives(
     instance: dg.DagsterInstance,
     ws: WorkspaceRequestContext,
-    sources: Mapping[str, str],
+    drive_ids: Sequence[str],
     run_config: Mapping[str, object],
-    tags: Callable[[str, str], Mapping[str, str]],
+    tags: Mapping[str, Mapping[str, str]],
 ) -> list[Submitted]:
     """One run of lake_job per drive (partition), created like a run of the UI's launchpad
-    and submitted to the instance's run coordinator; `tags(drive, source)` tags each."""
+    and submitted to the instance's run coordinator; `tags[drive]` tags each."""
     location, repo, job = _lake_job(ws)
     plan = location.get_execution_plan(
         job, dict(run_config), step_keys_to_execute=None, known_state=None, instance=instance
     ).execution_plan_snapshot
     out = []
-    for drive_id, source in sources.items():
+    for drive_id in drive_ids:
         run = instance.create_run(
             job_name=job.name,
             run_id=None,
@@ -120,7 +123,7 @@ def submit_drives(
             status=None,
             root_run_id=None,
             parent_run_id=None,
-            tags={**job.tags, "dagster/partition": drive_id, **tags(drive_id, source)},
+            tags={**job.tags, "dagster/partition": drive_id, **tags[drive_id]},
             job_snapshot=job.job_snapshot,
             execution_plan_snapshot=plan,
             parent_job_snapshot=job.parent_job_snapshot,
@@ -142,10 +145,14 @@ def wait_for_runs(
     *,
     poll_s: float = POLL_S,
     timeout_s: float | None = None,
+    stop: Callable[[], object] = lambda: None,
 ) -> dict[str, tuple[dg.DagsterRunStatus, float]]:
     """Poll the runs until every one finished; `report(run, status, seconds)` is called for
-    each change of status. Returns run id → (final status, seconds from submission)."""
+    each change of status. Once `stop()` is true the runs not finished are canceled through
+    the instance's run coordinator (as the UI's Terminate does) and waited for at most
+    CANCEL_WAIT_S more. Returns run id → (final status, seconds from submission)."""
     start = time.monotonic()
+    canceled_at: float | None = None
     seen: dict[str, dg.DagsterRunStatus] = {}
     done: dict[str, tuple[dg.DagsterRunStatus, float]] = {}
     while len(done) < len(runs):
@@ -160,32 +167,20 @@ def wait_for_runs(
                 report(r, status, elapsed)
             if status in FINISHED:
                 done[r.run_id] = (status, elapsed)
+        if len(done) < len(runs) and stop() and canceled_at is None:
+            canceled_at = time.monotonic()
+            for r in runs:
+                if r.run_id not in done:
+                    instance.run_coordinator.cancel_run(r.run_id)
+            continue
+        if canceled_at is not None and time.monotonic() - canceled_at > CANCEL_WAIT_S:
+            for r in runs:
+                if r.run_id not in done:
+                    done[r.run_id] = (seen.get(r.run_id, dg.DagsterRunStatus.CANCELING),
+                                      time.monotonic() - start)  # fmt: skip
         if len(done) < len(runs):
             if timeout_s is not None and time.monotonic() - start > timeout_s:
                 left = ", ".join(f"{r.drive_id} ({r.run_id})" for r in runs if r.run_id not in done)
                 raise LaunchError(f"runs still not finished after {timeout_s:.0f} s: {left}")
             time.sleep(poll_s)
     return done
-
-
-def run_events(
-    instance: dg.DagsterInstance, run_id: str
-) -> tuple[list[dg.AssetMaterialization], list[dg.AssetCheckEvaluation]]:
-    """The materializations and asset check evaluations a run recorded."""
-    records = instance.all_logs(
-        run_id,
-        of_type={
-            dg.DagsterEventType.ASSET_MATERIALIZATION,
-            dg.DagsterEventType.ASSET_CHECK_EVALUATION,
-        },
-    )
-    mats, checks = [], []
-    for entry in records:
-        event = entry.dagster_event
-        if event is None:
-            continue
-        if event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-            mats.append(event.materialization)
-        else:
-            checks.append(event.asset_check_evaluation_data)
-    return mats, checks

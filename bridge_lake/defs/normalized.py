@@ -5,6 +5,7 @@ holds all sensors); each table is still its own asset with its own checks in the
 """
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from functools import partial
 
 import dagster as dg
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 from bridge_lake.calibrate.drive import drive_date
 from bridge_lake.calibrate.rig import RigError, RigNotFoundError, find_rig
 from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
+from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
@@ -157,6 +159,18 @@ def _check_specs() -> list[dg.AssetCheckSpec]:
 def normalized(
     context: dg.AssetExecutionContext, lake: LakeResource, landing: LandingZoneResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    with ExitStack() as span:  # closed however the step ends
+        yield from _normalize(context, lake, landing, span)
+
+
+def _normalize(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    landing: LandingZoneResource,
+    span: ExitStack,
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    """The step: stage, audit, publish; from the publish to the last check result recorded
+    it is one `publishing()` span, which `bridge-lake ingest` never interrupts."""
     drive = context.partition_key
     store = lake.get()
     store.sweep_staging()
@@ -180,7 +194,10 @@ def normalized(
 
     def audit(staged: NormalizeResult) -> bool:
         findings.extend(drive_findings(staged, recordings))
-        return all(f.passed for f in findings if f.error)
+        passed = all(f.passed for f in findings if f.error)
+        if passed:
+            span.enter_context(publishing())
+        return passed
 
     progress = Progress(f"normalize {drive}", context.log.info, unit="rows")
     # ADTF streams take the drive's mapping, then the resource's (or the environment's)

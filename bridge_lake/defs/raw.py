@@ -1,5 +1,6 @@
 """raw_manifest: register, checksum and identify every file of a drive, plus drive.yaml."""
 
+import posixpath
 from collections import Counter
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ from bridge_lake.defs.checks import check_spec, column_schema
 from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.drive_meta import DRIVE_YAML
 from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
 from bridge_lake.manifest import build_manifest
 
@@ -80,6 +82,7 @@ def raw_manifest(
     yield dg.AssetCheckResult(
         check_name="drive_yaml_valid",
         passed=manifest.meta is not None,
+        description=drive_yaml_reason(landing.root, drive, manifest.meta_problem),
         metadata={"problem": manifest.meta_problem or ""},
     )
     damaged = manifest.damaged
@@ -122,3 +125,15 @@ def _listed(entries: list) -> str:
     """`path (reason)` of the first few files, for a check's one-line description."""
     more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
     return "; ".join(f"{e.file.path} ({e.detected.problem})" for e in entries[:5]) + more
+
+
+def drive_yaml_reason(landing_root: str, drive: str, problem: str | None) -> str | None:
+    """A drive.yaml problem with the file's path as the user named the landing zone, e.g.
+    "landing/d1/drive.yaml: required field 'vehicle' is missing"."""
+    if problem is None:
+        return None
+    path = posixpath.join(landing_root, drive, DRIVE_YAML)
+    for prefix in (f"{drive}/{DRIVE_YAML}", DRIVE_YAML):  # the parser names the file itself
+        if problem.startswith(prefix):
+            return path + problem[len(prefix) :]
+    return f"{path}: {problem}"
