@@ -25,19 +25,11 @@ import numpy as np
 import pyarrow.compute as pc
 
 from bridge_lake.clock import ns_to_ros
-from bridge_lake.export.generic import (
-    AdtfSampleBuilder,
-    DdlBuilder,
-    JsonBuilder,
-    RowSampleBuilder,
-    json_schema,
-)
-from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_types
+from bridge_lake.export.generic_types import lane_type, plan_types
+from bridge_lake.export.kinds import GENERATED as GENERATED_TYPES
+from bridge_lake.export.kinds import KINDS
+from bridge_lake.export.kinds.json_rows import JSON_TYPE, json_schema
 from bridge_lake.export.mapping import (
-    ADTF_SAMPLE_TYPE,
-    DDL_TYPE,
-    GENERATED_TYPES,
-    JSON_TYPE,
     Mapping,
     TopicRule,
     default_mapping_path,
@@ -45,17 +37,7 @@ from bridge_lake.export.mapping import (
 )
 from bridge_lake.export.messages import ExportTypes, Serialized
 from bridge_lake.export.prefetch import prefetch
-from bridge_lake.export.source import (
-    BUILDERS,
-    Batch,
-    Builder,
-    ExportError,
-    Lane,
-    TfBuilder,
-    TfStaticBuilder,
-    dataset,
-)
-from bridge_lake.export.source import _filter as lane_filter
+from bridge_lake.export.source import Batch, Builder, ExportError, Lane, dataset, lane_filter
 from bridge_lake.export.trim import ALWAYS, Window, select_topics, window, windows
 from bridge_lake.export.writers import (
     COMPRESSIONS,
@@ -72,8 +54,6 @@ from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
 ENCODINGS = ("ros2", "ros1", "protobuf")
-PREFETCHED = {"sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/Image"}
-"""Lanes read one batch ahead on a thread (Parquet and video decoding release the GIL)."""
 
 
 @dataclass(frozen=True)
@@ -368,8 +348,8 @@ def _open_output(
 
 
 def _supported(lane: Lane, fmt: str) -> bool:
-    """Whether a format can carry the lane's messages: JSON needs MCAP's schema records."""
-    return fmt == "mcap" or lane_type(lane) != JSON_TYPE
+    """Whether a format can carry the lane's messages (JSON needs MCAP's schema records)."""
+    return fmt == "mcap" or KINDS[lane.rule.type].in_bags
 
 
 def _first_lanes(lanes: list[Lane]) -> dict[str, Lane]:
@@ -455,7 +435,7 @@ class DriveStream:
         for lane in self.lanes:
             builder = _builder(self.lake, self.drive, lane, self.encoding, self.shift)
             batches = builder.batches(self.lane_windows[id(lane)])
-            if lane.rule.type in PREFETCHED:
+            if KINDS[lane.rule.type].prefetch:
                 batches = prefetch(batches)
             sources.append((index[lane.topic], batches))
         return merge(sources)
@@ -610,21 +590,7 @@ def export_drive(
 
 
 def _builder(lake: Lake, drive: str, lane: Lane, encoding: str, shift: int) -> Builder:
-    if lane.rule.type == JSON_TYPE:
-        return JsonBuilder(lake, drive, lane, 2, shift)
-    if lane.rule.type == DDL_TYPE:
-        cls = RowSampleBuilder if FALLBACK in lane.extra else DdlBuilder
-    elif lane.rule.type == ADTF_SAMPLE_TYPE:
-        cls = AdtfSampleBuilder
-    elif lane.rule.type == "tf2_msgs/msg/TFMessage":
-        cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
-    else:
-        cls = BUILDERS[lane.rule.type]
-    if encoding == "protobuf":
-        from bridge_lake.export import protobuf
-
-        return cls(lake, drive, lane, 2, shift, protobuf)
-    return cls(lake, drive, lane, 2 if encoding == "ros2" else 1, shift)
+    return KINDS[lane.rule.type].open(lake, drive, lane, encoding, shift)
 
 
 def _attach(output: Output, lake: Lake, drive: str, meta: dict, result: ExportResult) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bridge_lake.export.mapping import ADTF_SAMPLE_TYPE, DDL_TYPE, JSON_TYPE
+from bridge_lake.export.kinds.ddl import DDL_TYPE, FALLBACK
+from bridge_lake.export.kinds.json_rows import JSON_TYPE
 from bridge_lake.export.messages import ExportTypes
 from bridge_lake.export.messages.ddl_types import (
     DEFAULT_PACKAGE,
@@ -25,15 +26,13 @@ from bridge_lake.export.messages.ddl_types import (
     TypeSet,
     build,
 )
+from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
 from bridge_lake.export.source import Lane
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
 from bridge_lake.formats.adtf.errors import DDLError
 from bridge_lake.formats.adtf.reader import DDL_UNUSABLE
 from bridge_lake.lake import Lake
 from bridge_lake.lake.schemas import QUARANTINE, STREAMS
-
-FALLBACK = "fallback"
-"""lane.extra key: why the lane's struct has no ROS type (its rows go out as JSON samples)."""
 
 
 def lane_type(lane: Lane) -> str:

@@ -47,6 +47,7 @@ import yaml
 
 from bridge_lake.clock import NS_PER_S, NS_PER_US, TIME_UNITS_NS
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.export.kinds import fault_selectors
 from bridge_lake.export.mcap_writer import McapWriter
 from bridge_lake.yaml_input import safe_load
 
@@ -56,21 +57,8 @@ DROP_RATE_RANGE = (0.001, 0.05)
 DEFAULT_REORDER_WINDOW_NS = 50_000_000
 STATIC_TOPICS = ("/tf_static",)
 """Never selected by `*` or a sensor kind: the latched transforms every replay needs."""
-SENSOR_TYPES: dict[str, tuple[str, ...]] = {
-    "camera": (
-        "sensor_msgs/msg/Image",
-        "sensor_msgs/msg/CompressedImage",
-        "foxglove_msgs/msg/CompressedVideo",
-    ),
-    "lidar": ("sensor_msgs/msg/PointCloud2",),
-    "imu": ("sensor_msgs/msg/Imu",),
-    "can": ("can_msgs/msg/Frame",),
-    "gnss": ("sensor_msgs/msg/NavSatFix",),
-    "gps": ("sensor_msgs/msg/NavSatFix",),
-    "laser": ("sensor_msgs/msg/LaserScan",),
-    "odom": ("nav_msgs/msg/Odometry",),
-    "tf": ("tf2_msgs/msg/TFMessage",),
-}
+SENSOR_TYPES = fault_selectors()
+"""Sensor kind selector → the message types it picks (each message kind names its own)."""
 BLACKABLE = ("sensor_msgs/msg/Image",)
 """Raw pixels: zero bytes are black in every encoding the exports write (rgb8, bgr8, mono8)."""
 FAULTS_METADATA = "bridge_lake.faults"

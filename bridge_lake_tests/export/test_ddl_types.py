@@ -15,7 +15,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from bridge_lake.calibrate.drive import calibrate_drive
 from bridge_lake.export.exporter import ExportRequest, export_drive
-from bridge_lake.export.messages import ExportTypes
+from bridge_lake.export.messages import ExportTypes, ddl_message
 from bridge_lake.export.messages.ddl_types import (
     DDLTypeError,
     TypeSet,
@@ -23,7 +23,6 @@ from bridge_lake.export.messages.ddl_types import (
     field_name,
     message_name,
 )
-from bridge_lake.export.messages.ddl_wire import ddl_message
 from bridge_lake.formats.adtf import DatWriter, Property, StreamType, parse_ddl
 from bridge_lake.formats.adtf.ddl import DDL, Struct
 from bridge_lake.formats.adtf.ddl_decode import decode
