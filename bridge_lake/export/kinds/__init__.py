@@ -46,13 +46,15 @@ _RECORDS = (
 )
 KINDS: dict[str, Kind] = {k.typename: k for k in _RECORDS}
 """type name (ROS 2 spelling, or `json` / `ddl`) → its kind"""
-BY_SHORT: dict[str, Kind] = {k.short: k for k in _RECORDS if k.short}
+BY_SHORT: dict[str, Kind] = {k.codec.short: k for k in _RECORDS if k.codec.short}
 """name of the plain-argument encoders (`imu`, ...) → its kind"""
 GENERATED = frozenset({json_rows.JSON_TYPE, ddl.DDL_TYPE})
 """Kinds whose type is decided per lane and whose `table` may be a glob (`normalized/ddl_*`)."""
-TYPENAMES = {k.short: k.typename for k in _RECORDS if k.short and k.typename not in GENERATED}
+TYPENAMES = {
+    k.codec.short: k.typename for k in _RECORDS if k.codec.short and k.typename not in GENERATED
+}
 """The ROS message type of each plain-argument encoder."""
-SCHEMA_NAMES = {k.typename: k.protobuf_schema for k in _RECORDS if k.protobuf_schema}
+SCHEMA_NAMES = {k.typename: k.codec.protobuf_schema for k in _RECORDS if k.codec.protobuf_schema}
 """The protobuf message (full name) each ROS message type is exported as."""
 
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
@@ -113,13 +113,5 @@ class AdtfSampleBuilder(Builder):
         )
 
 
-KIND = Kind(
-    ADTF_SAMPLE_TYPE,
-    ("normalized/adtf_payloads",),
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="bridge_lake.AdtfSample",
-    builder=AdtfSampleBuilder,
-    short="adtf_sample",
-)
+CODEC = Codec(columns, ros, protobuf, "bridge_lake.AdtfSample", "adtf_sample")
+KIND = Kind(ADTF_SAMPLE_TYPE, ("normalized/adtf_payloads",), CODEC, AdtfSampleBuilder)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
@@ -158,14 +158,5 @@ class CanBuilder(Builder):
         )
 
 
-KIND = Kind(
-    "can_msgs/msg/Frame",
-    ("normalized/can_frames",),
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="bridge_lake.CanFrame",
-    builder=CanBuilder,
-    short="can_frame",
-    faults=("can",),
-)
+CODEC = Codec(columns, ros, protobuf, "bridge_lake.CanFrame", "can_frame")
+KIND = Kind("can_msgs/msg/Frame", ("normalized/can_frames",), CODEC, CanBuilder, faults=("can",))

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.messages.wire import U4, Layout, header_values, stamp_values
@@ -29,6 +29,8 @@ from bridge_lake.export.source import Builder, ExportError
 IMAGE_BATCH_ROWS = 32
 CAMERA_FAULTS = ("camera",)
 VIDEO_TYPE = "foxglove_msgs/msg/CompressedVideo"
+TABLES = ("normalized/camera_frames",)
+"""Camera frames: every camera kind (raw images included) is made from them."""
 
 
 @dataclass(frozen=True)
@@ -120,25 +122,13 @@ class CompressedBuilder(Builder):
         return columns(self.t(rows), self.lane.frame_id, format=encoding, data=data)
 
 
+IMAGE_CODEC = Codec(
+    columns, image_ros, image_protobuf, "foxglove.CompressedImage", "compressed_image"
+)
 IMAGE_KIND = Kind(
-    "sensor_msgs/msg/CompressedImage",
-    ("normalized/camera_frames",),
-    columns=columns,
-    ros=image_ros,
-    protobuf=image_protobuf,
-    protobuf_schema="foxglove.CompressedImage",
-    builder=CompressedBuilder,
-    short="compressed_image",
-    faults=CAMERA_FAULTS,
+    "sensor_msgs/msg/CompressedImage", TABLES, IMAGE_CODEC, CompressedBuilder, faults=CAMERA_FAULTS
 )
-VIDEO_KIND = Kind(
-    VIDEO_TYPE,
-    ("normalized/camera_frames",),
-    columns=columns,
-    ros=video_ros,
-    protobuf=video_protobuf,
-    protobuf_schema="foxglove.CompressedVideo",
-    builder=CompressedBuilder,
-    short="compressed_video",
-    faults=CAMERA_FAULTS,
+VIDEO_CODEC = Codec(
+    columns, video_ros, video_protobuf, "foxglove.CompressedVideo", "compressed_video"
 )
+VIDEO_KIND = Kind(VIDEO_TYPE, TABLES, VIDEO_CODEC, CompressedBuilder, faults=CAMERA_FAULTS)

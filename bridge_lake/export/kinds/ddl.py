@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from bridge_lake.export.kinds import adtf_sample
 from bridge_lake.export.kinds.json_rows import JsonBuilder, json_messages
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.ddl_columns import Values, lake_columns, table_getter, values_of
 from bridge_lake.export.messages.ddl_types import RosStruct
@@ -96,15 +96,8 @@ def _pick(lane: Lane) -> tuple[type[Builder], Kind]:
     return DdlBuilder, KIND
 
 
-KIND = Kind(
-    DDL_TYPE,
-    (f"normalized/{GENERIC_PREFIX}*",),
-    {"package": str, "rename": dict},  # rename: {DDL element: ROS field name}
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    pick=_pick,
-    short="ddl_message",
-)
+CODEC = Codec(columns, ros, protobuf, None, "ddl_message")
+OPTIONS = {"package": str, "rename": dict}  # rename: {DDL element: ROS field name}
+KIND = Kind(DDL_TYPE, (f"normalized/{GENERIC_PREFIX}*",), CODEC, options=OPTIONS, pick=_pick)
 
 __all__ = ["DDL_TYPE", "FALLBACK", "JSON_META_TYPE", "KIND"]

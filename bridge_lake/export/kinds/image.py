@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.compressed import CAMERA_FAULTS, IMAGE_BATCH_ROWS
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.compressed import CAMERA_FAULTS, IMAGE_BATCH_ROWS, TABLES
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
@@ -208,16 +208,8 @@ class ImageBuilder(Builder):
         return self.reformatter.to_ndarray(frames[-1], fmt)
 
 
+CODEC = Codec(columns, ros, protobuf, "foxglove.RawImage", "image")
+IMAGE = "sensor_msgs/msg/Image"
 KIND = Kind(
-    "sensor_msgs/msg/Image",
-    ("normalized/camera_frames",),
-    {"encoding": str},
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.RawImage",
-    builder=ImageBuilder,
-    short="image",
-    faults=CAMERA_FAULTS,
-    prefetch=True,
+    IMAGE, TABLES, CODEC, ImageBuilder, {"encoding": str}, faults=CAMERA_FAULTS, prefetch=True
 )

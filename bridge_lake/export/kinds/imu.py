@@ -18,7 +18,7 @@ import pyarrow as pa
 from numpy.typing import ArrayLike
 
 from bridge_lake.clock import nearest
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import F8, Layout, header_values
@@ -165,15 +165,6 @@ class ImuBuilder(Builder):
         )
 
 
-KIND = Kind(
-    "sensor_msgs/msg/Imu",
-    ("normalized/imu",),
-    {"orientation_from": dict},  # {stream: glob, tolerance_ms: number}
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="bridge_lake.Imu",
-    builder=ImuBuilder,
-    short="imu",
-    faults=("imu",),
-)
+CODEC = Codec(columns, ros, protobuf, "bridge_lake.Imu", "imu")
+OPTIONS = {"orientation_from": dict}  # {stream: glob, tolerance_ms: number}
+KIND = Kind("sensor_msgs/msg/Imu", ("normalized/imu",), CODEC, ImuBuilder, OPTIONS, faults=("imu",))

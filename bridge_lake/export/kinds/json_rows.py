@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from bridge_lake.export.kinds.kind import Encode, Kind
+from bridge_lake.export.kinds.kind import Codec, Encode, Kind
 from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.source import Builder, Lane, dataset
 from bridge_lake.lake.schemas import GENERIC_PREFIX
@@ -103,11 +103,8 @@ class JsonBuilder(Builder):
         return rows
 
 
-KIND = Kind(
-    JSON_TYPE,
-    (f"normalized/{GENERIC_PREFIX}*", "normalized/adtf_payloads"),
-    ros=lambda rows, ros, seq_start: json_messages(rows),
-    protobuf=json_messages,
-    builder=JsonBuilder,
-    in_bags=False,
+CODEC = Codec(
+    lambda rows: rows, lambda rows, ros, seq_start: json_messages(rows), json_messages, None
 )
+TABLES = (f"normalized/{GENERIC_PREFIX}*", "normalized/adtf_payloads")
+KIND = Kind(JSON_TYPE, TABLES, CODEC, JsonBuilder, in_bags=False)

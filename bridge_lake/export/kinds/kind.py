@@ -28,26 +28,34 @@ Encode = Callable[[Any], Serialized]
 
 
 @dataclass(frozen=True)
+class Codec:
+    """How a kind's messages are checked and written."""
+
+    columns: Callable[..., Any]
+    """plain arguments (stamp_ns, frame_id, fields...) → validated columns; raises
+    ValueError naming the argument"""
+    ros: RosEncoder
+    protobuf: ProtobufEncoder
+    protobuf_schema: str | None
+    """full name of the protobuf message it is exported as (foxglove.* or bridge_lake.*);
+    None where the kind's protobuf schema is generated per export (DDL types)"""
+    short: str | None = None
+    """name of its plain-argument encoders (`messages.imu`, `protobuf.imu`)"""
+
+
+@dataclass(frozen=True)
 class Kind:
     typename: str
     """ROS 2 type name (sensor_msgs/msg/Imu), or the mapping's name of a family (`ddl`)"""
     tables: tuple[str, ...]
     """lake tables (layer/table, globs for the generic tables) a topic of it is made from"""
+    codec: Codec
+    builder: type[Builder] | None = None
     options: dict[str, type] = field(default_factory=dict)
     """mapping option name → expected YAML type"""
-    columns: Callable[..., Any] | None = None
-    """plain arguments (stamp_ns, frame_id, fields...) → validated columns; raises
-    ValueError naming the argument"""
-    ros: RosEncoder | None = None
-    protobuf: ProtobufEncoder | None = None
-    protobuf_schema: str | None = None
-    """full name of the protobuf message it is exported as (foxglove.* or bridge_lake.*)"""
-    builder: type[Builder] | None = None
     pick: Callable[[Lane], tuple[type[Builder], Kind]] | None = None
     """for kinds whose lanes differ (tf_static / poses; DDL struct / its JSON fallback): the
     builder of a lane and the kind whose encoders it uses"""
-    short: str | None = None
-    """name of its plain-argument encoders (`messages.imu`, `protobuf.imu`)"""
     faults: tuple[str, ...] = ()
     """fault selectors (camera, imu, ...) that pick topics of this kind"""
     in_bags: bool = True
@@ -58,12 +66,8 @@ class Kind:
     def encoder(self, encoding: str) -> Encode:
         """The encoder of one export: `ros1`, `ros2` or `protobuf`."""
         if encoding == "protobuf":
-            if self.protobuf is None:
-                raise ValueError(f"{self.typename} has no protobuf encoding")
-            return self.protobuf
-        if self.ros is None:
-            raise ValueError(f"{self.typename} has no ROS encoding")
-        ros, encode = (2 if encoding == "ros2" else 1), self.ros
+            return self.codec.protobuf
+        ros, encode = (2 if encoding == "ros2" else 1), self.codec.ros
         return lambda columns: encode(columns, ros, 0)
 
     def open(self, lake: Any, drive: str, lane: Lane, encoding: str, shift_ns: int) -> Builder:
@@ -76,16 +80,14 @@ class Kind:
     def call(self, protobuf: bool) -> Callable[..., Serialized]:
         """The kind's encoder with plain arguments (validated, then encoded): `ros` (1 or 2)
         and `seq_start` keyword-only, both ignored by protobuf."""
-        validate, kind = self.columns, self
-        if validate is None:
-            raise ValueError(f"{self.typename} takes no plain arguments")
+        codec = self.codec
+        validate = codec.columns
 
         def encode(*args: Any, ros: int, seq_start: int = 0, **kwargs: Any) -> Serialized:
             if protobuf:
-                return kind.encoder("protobuf")(validate(*args, **kwargs))
+                return codec.protobuf(validate(*args, **kwargs))
             ros = arg.ros_version(ros)
-            assert kind.ros is not None
-            return kind.ros(validate(*args, **kwargs), ros, seq_start)
+            return codec.ros(validate(*args, **kwargs), ros, seq_start)
 
         params = list(inspect.signature(validate).parameters.values())
         params += [
@@ -95,9 +97,9 @@ class Kind:
             ),
         ]
         encode.__signature__ = inspect.Signature(params, return_annotation="Serialized")  # type: ignore[attr-defined]
-        encode.__name__ = encode.__qualname__ = self.short or "encode"
+        encode.__name__ = encode.__qualname__ = codec.short or "encode"
         encode.__doc__ = validate.__doc__
         return encode
 
 
-__all__ = ["Encode", "Kind", "ProtobufEncoder", "RosEncoder"]
+__all__ = ["Codec", "Encode", "Kind", "ProtobufEncoder", "RosEncoder"]

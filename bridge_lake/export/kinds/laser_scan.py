@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from foxglove_schemas_protobuf.LaserScan_pb2 import LaserScan
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
 from bridge_lake.export.messages.wire import F4, F8, U4, Layout, header_values
@@ -168,14 +168,6 @@ class LaserScanBuilder(Builder):
         )
 
 
-KIND = Kind(
-    "sensor_msgs/msg/LaserScan",
-    ("normalized/laser_scans",),
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.LaserScan",
-    builder=LaserScanBuilder,
-    short="laser_scan",
-    faults=("laser",),
-)
+CODEC = Codec(columns, ros, protobuf, "foxglove.LaserScan", "laser_scan")
+TABLES = ("normalized/laser_scans",)
+KIND = Kind("sensor_msgs/msg/LaserScan", TABLES, CODEC, LaserScanBuilder, faults=("laser",))

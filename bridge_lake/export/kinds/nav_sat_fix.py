@@ -18,7 +18,7 @@ from foxglove_schemas_protobuf.KeyValuePair_pb2 import KeyValuePair
 from foxglove_schemas_protobuf.LocationFix_pb2 import LocationFix
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import F8, I1, U1, U2, Layout, header_values
@@ -166,15 +166,9 @@ class NavSatFixBuilder(Builder):
         )
 
 
+CODEC = Codec(columns, ros, protobuf, "foxglove.LocationFix", "nav_sat_fix")
+OPTIONS = {"status_by_fix_mode": dict, "service": int}
+TABLES = ("normalized/gnss",)
 KIND = Kind(
-    "sensor_msgs/msg/NavSatFix",
-    ("normalized/gnss",),
-    {"status_by_fix_mode": dict, "service": int},
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.LocationFix",
-    builder=NavSatFixBuilder,
-    short="nav_sat_fix",
-    faults=("gnss", "gps"),
+    "sensor_msgs/msg/NavSatFix", TABLES, CODEC, NavSatFixBuilder, OPTIONS, faults=("gnss", "gps")
 )

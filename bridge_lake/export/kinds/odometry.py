@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import F8, Layout, header_values
@@ -207,14 +207,6 @@ class OdometryBuilder(Builder):
         )
 
 
-KIND = Kind(
-    "nav_msgs/msg/Odometry",
-    ("normalized/odometry", "normalized/ground_truth", "calibrated/poses"),
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.Odometry",
-    builder=OdometryBuilder,
-    short="odometry",
-    faults=("odom",),
-)
+CODEC = Codec(columns, ros, protobuf, "foxglove.Odometry", "odometry")
+TABLES = ("normalized/odometry", "normalized/ground_truth", "calibrated/poses")
+KIND = Kind("nav_msgs/msg/Odometry", TABLES, CODEC, OdometryBuilder, faults=("odom",))

@@ -25,7 +25,7 @@ from foxglove_schemas_protobuf.PointCloud_pb2 import PointCloud
 from numpy.typing import ArrayLike
 
 from bridge_lake.clock import NS_PER_S
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.pointcloud import (
     VELODYNE_XYZIRT,
@@ -327,16 +327,8 @@ class PointCloudBuilder(Builder):
         )
 
 
-KIND = Kind(
-    "sensor_msgs/msg/PointCloud2",
-    ("normalized/lidar_scans",),
-    {"points": str, "layout": str},  # points: sensor | base_link; layout: xyzirt | xyzi
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.PointCloud",
-    builder=PointCloudBuilder,
-    short="point_cloud2",
-    faults=("lidar",),
-    prefetch=True,
-)
+CODEC = Codec(columns, ros, protobuf, "foxglove.PointCloud", "point_cloud2")
+OPTIONS = {"points": str, "layout": str}  # points: sensor | base_link; layout: xyzirt | xyzi
+TYPENAME = "sensor_msgs/msg/PointCloud2"
+TABLES = ("normalized/lidar_scans",)
+KIND = Kind(TYPENAME, TABLES, CODEC, PointCloudBuilder, OPTIONS, faults=("lidar",), prefetch=True)

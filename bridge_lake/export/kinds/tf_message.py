@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.kind import Kind
+from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
 from bridge_lake.export.messages.wire import F8, U4, Layout, split_stamps
@@ -179,14 +179,6 @@ def _pick(lane: Lane) -> tuple[type[Builder], Kind]:
     return (TfStaticBuilder if lane.rule.table == STATIC_TABLE else TfBuilder), KIND
 
 
-KIND = Kind(
-    "tf2_msgs/msg/TFMessage",
-    (STATIC_TABLE, "calibrated/poses"),
-    columns=columns,
-    ros=ros,
-    protobuf=protobuf,
-    protobuf_schema="foxglove.FrameTransforms",
-    pick=_pick,
-    short="tf_message",
-    faults=("tf",),
-)
+CODEC = Codec(columns, ros, protobuf, "foxglove.FrameTransforms", "tf_message")
+TABLES = (STATIC_TABLE, "calibrated/poses")
+KIND = Kind("tf2_msgs/msg/TFMessage", TABLES, CODEC, pick=_pick, faults=("tf",))
