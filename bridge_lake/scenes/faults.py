@@ -35,7 +35,6 @@ import json
 import os
 import re
 import secrets
-import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from bridge_lake.clock import NS_PER_S, NS_PER_US, TIME_UNITS_NS
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.kinds import fault_selectors
 from bridge_lake.export.mcap_writer import McapWriter
+from bridge_lake.formats.ros.stamps import shift_stamps, stamp_positions
 from bridge_lake.yaml_input import safe_load
 
 KINDS = ("drop", "delay", "black", "missing", "reorder", "clock_offset")
@@ -430,6 +430,9 @@ class TopicMessages:
     """ROS 2 style type name (pkg/msg/Type)"""
     encoding: str
     """message encoding: cdr | ros1 | protobuf | json"""
+    definition: str
+    """the schema's message definition (ros1msg / ros2msg text; "" for other encodings):
+    where its header stamps are (`formats.ros.stamps`), generated types included"""
     log: np.ndarray
     publish: np.ndarray
     sequence: np.ndarray
@@ -473,11 +476,18 @@ def ros2_name(name: str) -> str:
     return name if "/msg/" in name or "/" not in name else name.replace("/", "/msg/", 1)
 
 
+def definition(schema: Any) -> str:
+    """A schema record's ROS message definition, "" when it holds none."""
+    if schema is None or schema.encoding not in ("ros1msg", "ros2msg"):
+        return ""
+    return schema.data.decode("utf-8", "replace")
+
+
 def read_mcap(path: str | os.PathLike) -> McapContent:
     """The whole file in memory, payloads included (what a variant copies), CRCs validated."""
     payloads: dict[int, list[bytes]] = {}
     content = scan_mcap(
-        path, lambda channel, _type, data: payloads.setdefault(channel.id, []).append(data)
+        path, lambda channel, _schema, data: payloads.setdefault(channel.id, []).append(data)
     )
     for t in content.topics.values():
         t.data = payloads.get(t.channel_id, [])
@@ -488,8 +498,9 @@ def scan_mcap(
     path: str | os.PathLike, visit: Callable[[Any, str, bytes], None] | None = None
 ) -> McapContent:
     """Read `path` once, streaming in file order, one chunk in memory at a time, CRCs
-    validated: `visit(channel, type, payload)` sees every message's payload (type: ROS 2 style
-    name) and no payload is kept (each topic's `data` is None; `read_mcap` keeps them).
+    validated: `visit(channel, schema, payload)` sees every message's payload (schema: the
+    MCAP record or None) and no payload is kept (each topic's `data` is None; `read_mcap`
+    keeps them).
     Errors of the file are `FaultError`s naming it; `visit`'s own errors pass through."""
     path = Path(path)
     frame: dict[str, Any] = {}
@@ -503,7 +514,7 @@ def scan_mcap(
         lists["seq"].append(m.sequence)
         lists["order"].append(position)
         if visit is not None:
-            visit(channel, ros2_name(schema.name) if schema else "", m.data)
+            visit(channel, schema, m.data)
     summary = frame["summary"]
     if summary is None:
         raise FaultError(f"{path}: the MCAP has no summary section")
@@ -523,6 +534,7 @@ def scan_mcap(
             cid,
             ros2_name(schema.name) if schema else "",
             channel.message_encoding,
+            definition(schema),
             np.array(lists.get("log", []), np.int64),
             np.array(lists.get("pub", []), np.int64),
             np.array(lists.get("seq", []), np.uint32),
@@ -567,88 +579,7 @@ def _stream(path: Path, frame: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]
         raise FaultError(f"{path}: not a readable MCAP file: {type(exc).__name__}: {exc}") from exc
 
 
-# --- header stamps inside serialized messages -------------------------------------------------
-
-
-def stamp_positions(typename: str, encoding: str, data: bytes) -> list[int]:
-    """Byte offsets of the header stamps (sec, nanosec: two 32-bit words) in one serialized
-    message: the Header (or Time) that opens most sensor messages, every transform's header
-    in a TFMessage; [] when the type has none or the encoding is not CDR / ROS 1."""
-    if encoding not in ("cdr", "ros1"):
-        return []
-    if typename == "tf2_msgs/msg/TFMessage":
-        try:
-            stamps = _tf_stamps(data, encoding == "cdr")
-        except struct.error:
-            stamps = None
-        if stamps is None or any(p + 8 > len(data) for p in stamps):
-            raise FaultError(f"a {typename} message of {len(data)} bytes is malformed")
-        return stamps
-    first = _first_field(typename, 2 if encoding == "cdr" else 1)
-    if first == "header":
-        return [4]
-    if first == "time":
-        return [4] if encoding == "cdr" else [0]
-    return []
-
-
-def _first_field(typename: str, ros: int) -> str | None:
-    from bridge_lake.export.messages import typestore
-
-    fields = typestore(ros).fielddefs.get(typename)
-    if not fields or not fields[1]:
-        return None
-    _, (_, detail) = fields[1][0]
-    if detail == "std_msgs/msg/Header":
-        return "header"
-    if detail == "builtin_interfaces/msg/Time" or (
-        isinstance(detail, tuple) and detail[0] == "time"
-    ):
-        return "time"
-    return None
-
-
-def _tf_stamps(data: bytes, cdr: bool) -> list[int]:
-    """Stamp offsets of every TransformStamped of a TFMessage (CDR alignment is relative to the
-    byte after the 4-byte encapsulation header; ROS 1 has no alignment and a Header.seq)."""
-    base = 4 if cdr else 0
-
-    def align(pos: int, n: int) -> int:
-        return base + -(-(pos - base) // n) * n if cdr else pos
-
-    pos = base
-    (count,) = struct.unpack_from("<I", data, pos)
-    pos += 4
-    out = []
-    for _ in range(count):
-        pos = align(pos, 4)
-        if not cdr:
-            pos += 4  # Header.seq
-        out.append(pos)
-        pos += 8
-        for _ in range(2):  # frame_id, child_frame_id
-            pos = align(pos, 4)
-            (n,) = struct.unpack_from("<I", data, pos)
-            pos += 4 + n
-        pos = align(pos, 8) + 56  # translation (3 float64) + rotation (4 float64)
-    if pos > len(data):
-        raise struct.error(f"the transforms end at byte {pos}, after the message")
-    return out
-
-
-def read_stamp(data: bytes, pos: int, encoding: str) -> int:
-    sec, nsec = struct.unpack_from("<iI" if encoding == "cdr" else "<II", data, pos)
-    return sec * NS_PER_S + nsec
-
-
-def shift_stamps(data: bytes, positions: Sequence[int], shift_ns: int, encoding: str) -> bytes:
-    """The message with every stamp at `positions` moved by `shift_ns`."""
-    out = bytearray(data)
-    fmt = "<iI" if encoding == "cdr" else "<II"
-    for pos in positions:
-        sec, nsec = divmod(read_stamp(data, pos, encoding) + shift_ns, NS_PER_S)
-        struct.pack_into(fmt, out, pos, sec, nsec)
-    return bytes(out)
+# --- raw images --------------------------------------------------------------------------------
 
 
 def black_image(data: bytes, typename: str, encoding: str) -> bytes:
@@ -971,7 +902,7 @@ def _write_variant(
                 if s.black[k]:
                     data = black_image(data, m.type, m.encoding)
                 if s.stamp_shift[k]:
-                    positions = stamp_positions(m.type, m.encoding, data)
+                    positions = stamp_positions(m.type, m.encoding, data, m.definition)
                     data = shift_stamps(data, positions, int(s.stamp_shift[k]), m.encoding)
                 datas.append(data)
             logs.append(s.log[keep])
@@ -1047,6 +978,7 @@ __all__ = [
     "McapContent",
     "TopicMessages",
     "VariantSpec",
+    "definition",
     "inject",
     "load_yaml",
     "parse_compact",
@@ -1056,5 +988,4 @@ __all__ = [
     "read_mcap",
     "scan_mcap",
     "specs_from_text",
-    "stamp_positions",
 ]

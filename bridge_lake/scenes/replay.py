@@ -40,15 +40,16 @@ import numpy as np
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.health import GAP_FACTOR, HealthError, check_file
+from bridge_lake.formats.ros.stamps import read_stamp, stamp_positions
 from bridge_lake.scenes.faults import (
     BLACKABLE,
     FaultError,
     McapContent,
+    definition,
     image_is_black,
-    read_stamp,
+    ros2_name,
     scan_mcap,
     sha256_file,
-    stamp_positions,
 )
 from bridge_lake.scenes.sets import load_manifest, manifest_path_for
 
@@ -179,15 +180,15 @@ class _Facts:
 class _FactsBuilder:
     """The facts of one channel's messages, a payload at a time (none is kept)."""
 
-    def __init__(self, typename: str, encoding: str, black: bool) -> None:
-        self.type, self.encoding = typename, encoding
+    def __init__(self, typename: str, encoding: str, definition: str, black: bool) -> None:
+        self.type, self.encoding, self.definition = typename, encoding, definition
         self.stamps = array("q")
         self.masked: list[bytes] = []
         self.full: list[bytes] = []
         self.black = array("b") if black and typename in BLACKABLE else None
 
     def add(self, data: bytes) -> None:
-        positions = stamp_positions(self.type, self.encoding, data)
+        positions = stamp_positions(self.type, self.encoding, data, self.definition)
         full = hashlib.blake2b(data, digest_size=16).digest()
         self.full.append(full)
         if positions:
@@ -226,16 +227,18 @@ def _read_facts(path: Path, *, black: bool) -> tuple[McapContent, dict[str, _Fac
     `black`: also whether each raw image is black (the checked file; a source needs not)."""
     builders: dict[int, _FactsBuilder] = {}
 
-    def visit(channel: Any, typename: str, data: bytes) -> None:
+    def visit(channel: Any, schema: Any, data: bytes) -> None:
         b = builders.get(channel.id)
         if b is None:
-            b = builders[channel.id] = _FactsBuilder(typename, channel.message_encoding, black)
+            typename = ros2_name(schema.name) if schema else ""
+            encoding, text = channel.message_encoding, definition(schema)
+            b = builders[channel.id] = _FactsBuilder(typename, encoding, text, black)
         b.add(data)
 
     content = scan_mcap(path, visit)
     facts = {}
     for topic, t in content.topics.items():
-        b = builders.get(t.channel_id) or _FactsBuilder(t.type, t.encoding, black)
+        b = builders.get(t.channel_id) or _FactsBuilder(t.type, t.encoding, t.definition, black)
         facts[topic] = b.facts(t.log)
     return content, facts
 

@@ -22,9 +22,9 @@ from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
-from bridge_lake.export.messages.wire import Layout, header_values
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder
+from bridge_lake.formats.ros.wire import Layout, header_values
 
 
 @dataclass(frozen=True)

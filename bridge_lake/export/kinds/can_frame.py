@@ -20,9 +20,9 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
 from bridge_lake.export.protobuf.wire import LEN, Fields, tag
 from bridge_lake.export.source import Builder, ExportError, np_column
+from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
 
 STANDARD_ID_LIMIT = 1 << 11
 EXTENDED_ID_LIMIT = 1 << 29

@@ -22,9 +22,9 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
-from bridge_lake.export.messages.wire import U4, Layout, header_values, stamp_values
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, ExportError
+from bridge_lake.formats.ros.wire import U4, Layout, header_values, stamp_values
 
 IMAGE_BATCH_ROWS = 32
 CAMERA_FAULTS = ("camera",)

@@ -22,11 +22,11 @@ from bridge_lake.export.kinds.compressed import CAMERA_FAULTS, IMAGE_BATCH_ROWS,
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
-from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Batch, Builder, ExportError, dataset, lane_filter, times
 from bridge_lake.export.trim import Window
 from bridge_lake.formats import video
+from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from bridge_lake.clock import nearest
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import F8, Layout, header_values
 from bridge_lake.export.protobuf.geometry import doubles
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, Lane, np_column, read_rows, times, vectors
+from bridge_lake.formats.ros.wire import F8, Layout, header_values
 
 NO_ESTIMATE = -1.0
 """orientation_covariance[0] meaning "no orientation estimate" (sensor_msgs/Imu comments)."""

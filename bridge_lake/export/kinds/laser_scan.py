@@ -26,10 +26,10 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
-from bridge_lake.export.messages.wire import F4, F8, U4, Layout, header_values
 from bridge_lake.export.protobuf.geometry import IDENTITY
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, np_column
+from bridge_lake.formats.ros.wire import F4, F8, U4, Layout, header_values
 
 SCALARS = (
     "angle_min",

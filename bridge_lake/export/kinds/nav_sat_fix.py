@@ -21,9 +21,9 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import F8, I1, U1, U2, Layout, header_values
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, np_column
+from bridge_lake.formats.ros.wire import F8, I1, U1, U2, Layout, header_values
 
 
 @dataclass(frozen=True)

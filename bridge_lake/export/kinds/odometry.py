@@ -21,10 +21,10 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import F8, Layout, header_values
 from bridge_lake.export.protobuf.geometry import doubles, pose
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, np_column, vectors
+from bridge_lake.formats.ros.wire import F8, Layout, header_values
 from bridge_lake.geometry import rpy_to_quaternion
 
 UNKNOWN_VARIANCE = 1e6

@@ -35,10 +35,10 @@ from bridge_lake.export.messages.pointcloud import (
     pack,
 )
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
-from bridge_lake.export.messages.wire import U1, U4, Layout, header_values
 from bridge_lake.export.protobuf.geometry import IDENTITY
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, ExportError, np_column, read_rows
+from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
 from bridge_lake.lake import Lake
 
 POINT_BATCH_POINTS = 1 << 20

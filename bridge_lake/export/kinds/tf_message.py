@@ -20,11 +20,11 @@ from numpy.typing import ArrayLike
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import F8, U4, Layout, split_stamps
 from bridge_lake.export.protobuf.geometry import doubles
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Batch, Builder, Lane, dataset, np_column
 from bridge_lake.export.trim import Window
+from bridge_lake.formats.ros.wire import F8, U4, Layout, split_stamps
 
 STATIC_TABLE = "calibrated/tf_static"
 

@@ -25,7 +25,7 @@ from bridge_lake.export.messages.typestore import (
     message_definition,
     typestore,
 )
-from bridge_lake.export.messages.wire import split_stamps
+from bridge_lake.formats.ros.wire import split_stamps
 
 
 def __getattr__(name: str) -> Any:

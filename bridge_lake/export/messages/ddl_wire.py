@@ -28,7 +28,7 @@ import numpy as np
 from bridge_lake.export.messages.ddl_columns import Ragged, RaggedStructs, Values
 from bridge_lake.export.messages.ddl_types import RosStruct
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import ENCAPSULATION_CDR_LE, split_stamps
+from bridge_lake.formats.ros.wire import ENCAPSULATION_CDR_LE, split_stamps
 
 Position = int | np.ndarray
 
