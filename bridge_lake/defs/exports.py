@@ -11,7 +11,7 @@ from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
 from bridge_lake.defs.checks import check_spec
 from bridge_lake.defs.partitions import drives
-from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.resources import LakeResource
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest
 from bridge_lake.export.lake_exports import (
@@ -70,7 +70,6 @@ def exports(
     context: dg.AssetExecutionContext,
     config: ExportsConfig,
     lake: LakeResource,
-    landing: LandingZoneResource,
 ) -> Iterator[dg.Output | dg.AssetCheckResult]:
     drive = context.partition_key
     store = lake.get()
@@ -78,7 +77,7 @@ def exports(
     if unknown:
         raise dg.Failure(f"unknown export formats {unknown}; use {', '.join(FORMATS)}")
     with tempfile.TemporaryDirectory(prefix="bridge_lake_mapping_") as tmp:
-        mapping = drive_mapping(store, landing.get(), drive, Path(tmp))
+        mapping = drive_mapping(store, drive, Path(tmp))
         if mapping is not None:
             context.log.info(f"drive {drive}: topic mapping from drive.yaml ({mapping.name})")
         made = []

@@ -19,37 +19,42 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge_lake.calibrate.quality import NO_RIG
+from bridge_lake.drive_meta import EXPORT_MAPPING_KEY
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
 from bridge_lake.export.health import FileHealth, check_file
-from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
+from bridge_lake.export.mapping import MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
-from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES
+from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES, RAW_EXPORT_MAPPING
 from bridge_lake.lake.storage import replace_local
-from bridge_lake.landing import LandingZone
 
 SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
 """File name suffix per format (a ROS 2 bag is a folder)."""
-MAPPING_KEY = "export_mapping"
-"""drive.yaml key naming a topic mapping file inside the drive folder (per-drive override)."""
 
 
-def drive_mapping(lake: Lake, landing: LandingZone, drive: str, folder: Path) -> Path | None:
-    """The drive's own topic mapping (drive.yaml `export_mapping: FILE`, relative to the drive
-    folder and never outside it), copied to `folder`; None when the drive names none."""
-    meta = lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
-    rel = json.loads(meta.get("extra_json") or "{}").get(MAPPING_KEY)
-    if rel is None:
+def drive_mapping(lake: Lake, drive: str, folder: Path) -> Path | None:
+    """The drive's own topic mapping (drive.yaml `export_mapping: FILE`), as the raw layer
+    captured it (raw/export_mapping), written to `folder`; None when the drive names none.
+    A mapping raw could not read is a MappingError with raw's reason."""
+    if not lake.has_partition("raw", RAW_EXPORT_MAPPING.name, drive):
+        meta = lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
+        named = json.loads(meta.get("extra_json") or "{}").get(EXPORT_MAPPING_KEY)
+        if named is not None:
+            raise MappingError(
+                f"drive {drive}: drive.yaml names {EXPORT_MAPPING_KEY} {named!r}, which the raw "
+                "layer has not captured (registered before it did): materialize raw_manifest "
+                "again"
+            )
         return None
-    if not isinstance(rel, str):
-        raise MappingError(f"drive {drive}: drive.yaml {MAPPING_KEY} must be a file name")
-    with landing.open(drive, rel) as f:
-        data = f.read(MAX_MAPPING_BYTES + 1)
-    if len(data) > MAX_MAPPING_BYTES:
-        raise MappingError(f"drive {drive}: {rel} is larger than {MAX_MAPPING_BYTES} bytes")
-    path = folder / Path(rel).name
-    path.write_bytes(data)
+    rows = lake.read_partition("raw", RAW_EXPORT_MAPPING.name, drive).to_pylist()
+    if not rows:
+        return None
+    row = rows[0]
+    if row["problem"] is not None:
+        raise MappingError(row["problem"])
+    path = folder / Path(row["file"]).name
+    path.write_bytes(row["text"].encode("utf-8"))
     return path
 
 

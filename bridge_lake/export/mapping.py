@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from bridge_lake.drive_meta import MAX_MAPPING_BYTES
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.kinds import KINDS
 from bridge_lake.export.kinds.ddl import DDL_TYPE
@@ -39,7 +40,6 @@ from bridge_lake.yaml_input import safe_load
 
 MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
-MAX_MAPPING_BYTES = 1 << 20
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
