@@ -47,8 +47,8 @@ from bridge_lake.scenes.faults import (
     McapContent,
     definition,
     image_is_black,
-    ros2_name,
     scan_mcap,
+    schema_type,
     sha256_file,
 )
 from bridge_lake.scenes.sets import load_manifest, manifest_path_for
@@ -205,20 +205,13 @@ class _FactsBuilder:
             self.stamps.append(NO_STAMP)
             self.masked.append(full)
         if self.black is not None:
-            self.black.append(_black(data, self.encoding))
+            self.black.append(image_is_black(data, self.encoding))
 
     def facts(self, log: np.ndarray) -> _Facts:
         stamps = np.frombuffer(self.stamps, np.int64).copy()
         has = bool(len(stamps)) and bool((stamps != NO_STAMP).all())
         black = None if self.black is None else np.frombuffer(self.black, np.int8).astype(bool)
         return _Facts(log, stamps, self.masked, self.full, has, black)
-
-
-def _black(data: bytes, encoding: str) -> bool:
-    try:
-        return image_is_black(data, encoding)
-    except Exception:  # a frame that does not decode is not black (the data level reports it)
-        return False
 
 
 def _read_facts(path: Path, *, black: bool) -> tuple[McapContent, dict[str, _Facts]]:
@@ -230,9 +223,8 @@ def _read_facts(path: Path, *, black: bool) -> tuple[McapContent, dict[str, _Fac
     def visit(channel: Any, schema: Any, data: bytes) -> None:
         b = builders.get(channel.id)
         if b is None:
-            typename = ros2_name(schema.name) if schema else ""
-            encoding, text = channel.message_encoding, definition(schema)
-            b = builders[channel.id] = _FactsBuilder(typename, encoding, text, black)
+            typename, encoding = schema_type(schema), channel.message_encoding
+            b = builders[channel.id] = _FactsBuilder(typename, encoding, definition(schema), black)
         b.add(data)
 
     content = scan_mcap(path, visit)
