@@ -436,36 +436,29 @@ def _apply(
             for k, o, n in zip(idx.tolist(), old, news, strict=True)
         ]
 
-    if kind in ("drop", "black") and spec.duration_ns is None:
+    rated = kind in ("drop", "black") and spec.duration_ns is None
+    if rated or kind in ("missing", "black"):
         if kind == "black" and s.msgs.type not in BLACKABLE:
             raise FaultError(f"fault {text}: {name} is {s.msgs.type}; black frames need raw images")
-        rate_count = spec.count if spec.rate is None else max(1, round(spec.rate * len(alive)))
-        k = min(int(rate_count or 1), len(alive))
-        idx = np.sort(rng.choice(alive, size=k, replace=False))
-        if kind == "drop":
-            out = record(idx, None)
-            s.present[idx] = False
-            return out
-        out = record(idx, s.log[idx])
-        s.black[idx] = True
-        return out
-    if kind in ("missing", "black"):
-        if kind == "black" and s.msgs.type not in BLACKABLE:
-            raise FaultError(f"fault {text}: {name} is {s.msgs.type}; black frames need raw images")
-        length = int(spec.duration_ns or 0)
-        if spec.at_ns is None:
-            room = max(end_ns - start_ns - length, 0) // 1_000_000
-            at = start_ns + int(rng.integers(0, room + 1)) * 1_000_000
+        if rated:
+            rate_count = spec.count if spec.rate is None else max(1, round(spec.rate * len(alive)))
+            k = min(int(rate_count or 1), len(alive))
+            idx = np.sort(rng.choice(alive, size=k, replace=False))
         else:
-            at = start_ns + spec.at_ns
-        times = s.log[alive]
-        idx = alive[(times >= at) & (times < at + length)]
-        if kind == "missing":
+            length = int(spec.duration_ns or 0)
+            if spec.at_ns is None:
+                room = max(end_ns - start_ns - length, 0) // 1_000_000
+                at = start_ns + int(rng.integers(0, room + 1)) * 1_000_000
+            else:
+                at = start_ns + spec.at_ns
+            times = s.log[alive]
+            idx = alive[(times >= at) & (times < at + length)]
+        if kind == "black":
+            out = record(idx, s.log[idx])
+            s.black[idx] = True
+        else:
             out = record(idx, None)
             s.present[idx] = False
-            return out
-        out = record(idx, s.log[idx])
-        s.black[idx] = True
         return out
     if kind == "delay":
         new = s.log[alive] + int(spec.offset_ns or 0)
