@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from bridge_lake.export.mcap_writer import McapWriter
-from bridge_lake.formats.ros.stamps import shift_stamps, stamp_positions
+from bridge_lake.formats.ros.stamps import definition_text, shift_stamps, stamp_positions
 from bridge_lake.scenes.fault_specs import (
     DEFAULT_REORDER_WINDOW_NS,
     KINDS,
@@ -132,9 +132,7 @@ def schema_type(schema: Any) -> str:
 
 def definition(schema: Any) -> str:
     """A schema record's ROS message definition, "" when it holds none."""
-    if schema is None or schema.encoding not in ("ros1msg", "ros2msg"):
-        return ""
-    return schema.data.decode("utf-8", "replace")
+    return "" if schema is None else definition_text(schema.encoding, schema.data)
 
 
 def read_mcap(path: str | os.PathLike) -> McapContent:

@@ -16,8 +16,19 @@ from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
 
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
-HEADER_TYPES = frozenset({"Header", "std_msgs/Header", "std_msgs/msg/Header"})
-TIME_TYPES = frozenset({"time", "builtin_interfaces/Time", "builtin_interfaces/msg/Time"})
+HEADER_TYPES = frozenset(
+    {"Header", "std_msgs/Header", "std_msgs/msg/Header", "std_msgs::msg::Header"}
+)
+TIME_TYPES = frozenset(
+    {
+        "time",
+        "builtin_interfaces/Time",
+        "builtin_interfaces/msg/Time",
+        "builtin_interfaces::msg::Time",
+    }
+)
+IDL_SKIPPED = ("@", "//", "#", "module ", "struct ", "}", "const ", "typedef ", "#include")
+"""Lines of an IDL definition (ros2idl) before the first member of its struct."""
 BLOCK_RULE = "\n" + "=" * 80 + "\n"
 """Separates a definition's dependencies (ROS 1 and ros2msg alike)."""
 
@@ -26,12 +37,24 @@ class StampError(BridgeLakeError):
     """A serialized message whose stamps cannot be where its type says."""
 
 
+def definition_text(schema_encoding: str, schema_data: bytes) -> str:
+    """The message definition a schema record holds (ros1msg / ros2msg text), "" when it
+    holds none (protobuf, JSON Schema, IDL)."""
+    if schema_encoding not in ("ros1msg", "ros2msg"):
+        return ""
+    return schema_data.decode("utf-8", "replace")
+
+
 def opening_field(definition: str) -> str | None:
-    """ "header" when the definition's first field is a std_msgs/Header, "time" when it is a
-    Time, else None (constants and comments skipped)."""
+    """`header` when the definition's first field is a std_msgs/Header, `time` when it is a
+    Time, else None (constants and comments skipped); ros1msg / ros2msg text, or ros2idl."""
+    idl = "module " in definition and "struct " in definition
     for line in definition.split(BLOCK_RULE, 1)[0].splitlines():
-        words = line.split("#", 1)[0].split()
-        if len(words) < 2 or "=" in line.split("#", 1)[0]:
+        text = line.strip()
+        if idl and (not text or text.startswith(IDL_SKIPPED)):
+            continue
+        words = (text.rstrip(";") if idl else text.split("#", 1)[0]).split()
+        if len(words) < 2 or "=" in text.split("#", 1)[0]:
             continue
         if words[0] in HEADER_TYPES:
             return "header"
@@ -110,6 +133,7 @@ def shift_stamps(data: bytes, positions: Sequence[int], shift_ns: int, encoding:
 
 __all__ = [
     "StampError",
+    "definition_text",
     "opening_field",
     "read_stamp",
     "shift_stamps",
