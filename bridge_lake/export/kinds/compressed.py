@@ -13,6 +13,7 @@ message, picked by a vectorized take.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,13 +68,23 @@ def image_ros(c: EncodedColumns, ros: int, seq_start: int) -> Serialized:
     return join([fixed_part(prefix.fill(c.stamp.size, values)), c.data])
 
 
-def image_protobuf(c: EncodedColumns) -> Serialized:
+def _protobuf(c: EncodedColumns, *, data: int, format: int, frame_id: int) -> Serialized:
+    """foxglove.CompressedImage and CompressedVideo: a timestamp (field 1) and the same three
+    fields under their own numbers, written in number order as protobuf does."""
     fields = Fields(c.stamp.size)
     fields.timestamp(1, c.stamp)
-    fields.binary(2, c.data)
-    fields.string(3, c.format)
-    fields.string(4, c.frame_id)
+    write = {
+        data: lambda: fields.binary(data, c.data),
+        format: lambda: fields.string(format, c.format),
+        frame_id: lambda: fields.string(frame_id, c.frame_id),
+    }
+    for number in sorted(write):
+        write[number]()
     return fields.encode()
+
+
+image_protobuf = functools.partial(_protobuf, data=2, format=3, frame_id=4)
+video_protobuf = functools.partial(_protobuf, data=3, format=4, frame_id=2)
 
 
 def video_ros(c: EncodedColumns, ros: int, seq_start: int) -> Serialized:
@@ -93,15 +104,6 @@ def video_ros(c: EncodedColumns, ros: int, seq_start: int) -> Serialized:
     padding = -length % 4 if ros == 2 else np.zeros(n, np.int64)
     tails = pa.array([b"\0" * pad + format_bytes for pad in range(4)], pa.large_binary())
     return join([fixed_part(head), c.data, tails.take(pa.array(padding))])
-
-
-def video_protobuf(c: EncodedColumns) -> Serialized:
-    fields = Fields(c.stamp.size)
-    fields.timestamp(1, c.stamp)
-    fields.string(2, c.frame_id)
-    fields.binary(3, c.data)
-    fields.string(4, c.format)
-    return fields.encode()
 
 
 class CompressedBuilder(Builder):
