@@ -17,6 +17,11 @@ from bridge_lake.yaml_input import safe_load
 
 DRIVE_YAML = "drive.yaml"
 MAX_DRIVE_YAML_BYTES = 1 << 20
+MAX_MAPPING_BYTES = 1 << 20
+"""Largest mapping file read (ADTF stream mappings, export topic mappings)."""
+EXPORT_MAPPING_KEY = "export_mapping"
+"""drive.yaml key naming a topic mapping file inside the drive folder (per-drive override of
+the export's default mapping), captured into the lake at raw (raw/export_mapping)."""
 SOURCES = ("nclt", "adtf")
 _OPTIONAL_TEXT = ("operator", "route", "weather", "notes", "recorded_at")
 

@@ -16,9 +16,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from bridge_lake.detect import HEAD_BYTES, RECORDING_FORMATS, Detected, detect
-from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, DriveMeta, parse_drive_yaml
+from bridge_lake.drive_meta import (
+    DRIVE_YAML,
+    EXPORT_MAPPING_KEY,
+    MAX_DRIVE_YAML_BYTES,
+    MAX_MAPPING_BYTES,
+    DriveMeta,
+    parse_drive_yaml,
+)
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.lake.schemas import RAW_DRIVES, RAW_EXPORT_MAPPING, RAW_MANIFEST
 from bridge_lake.landing import LandingFile, LandingZone
 
 HASH_CHUNK = 8 << 20
@@ -49,11 +56,22 @@ class FileEntry:
 
 
 @dataclass(frozen=True)
+class ExportMapping:
+    """A drive's own topic mapping as read at raw: the file, its text or why it has none."""
+
+    file: str
+    text: str | None
+    problem: str | None
+
+
+@dataclass(frozen=True)
 class DriveManifest:
     drive_id: str
     entries: list[FileEntry]
     meta: DriveMeta | None
     meta_problem: str | None
+    export_mapping: ExportMapping | None = None
+    """the topic mapping drive.yaml names (`export_mapping: FILE`), as read at raw"""
 
     @property
     def recordings(self) -> list[FileEntry]:
@@ -104,13 +122,48 @@ class DriveManifest:
         }
         return pa.table(row, schema=RAW_DRIVES.schema)
 
+    def export_mapping_table(self) -> pa.Table:
+        """raw/export_mapping: one row when drive.yaml names a mapping, else none."""
+        m = self.export_mapping
+        rows = [] if m is None else [{"file": m.file, "text": m.text, "problem": m.problem}]
+        return pa.Table.from_pylist(rows, schema=RAW_EXPORT_MAPPING.schema)
+
 
 def build_manifest(landing: LandingZone, drive_id: str) -> DriveManifest:
     files = landing.files(drive_id)
     with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:
         entries = list(pool.map(lambda f: _inspect(landing, drive_id, f), files))
     meta, problem = _read_meta(landing, drive_id, entries)
-    return DriveManifest(drive_id, entries, meta, problem)
+    mapping = _read_export_mapping(landing, drive_id, meta) if meta else None
+    return DriveManifest(drive_id, entries, meta, problem, mapping)
+
+
+def _read_export_mapping(
+    landing: LandingZone, drive_id: str, meta: DriveMeta
+) -> ExportMapping | None:
+    """The file drive.yaml's `export_mapping` names, read inside the drive folder (never
+    outside it, never more than MAX_MAPPING_BYTES); what went wrong is kept as its problem,
+    for the export to report."""
+    rel = meta.extra.get(EXPORT_MAPPING_KEY)
+    if rel is None:
+        return None
+    if not isinstance(rel, str):
+        return ExportMapping(
+            str(rel), None, f"drive {drive_id}: drive.yaml {EXPORT_MAPPING_KEY} must be a file name"
+        )
+    try:
+        with landing.open(drive_id, rel) as f:
+            data = f.read(MAX_MAPPING_BYTES + 1)
+    except (BridgeLakeError, OSError) as exc:
+        return ExportMapping(rel, None, f"drive {drive_id}: {EXPORT_MAPPING_KEY} {rel}: {exc}")
+    if len(data) > MAX_MAPPING_BYTES:
+        return ExportMapping(
+            rel, None, f"drive {drive_id}: {rel} is larger than {MAX_MAPPING_BYTES} bytes"
+        )
+    try:
+        return ExportMapping(rel, data.decode("utf-8"), None)
+    except UnicodeDecodeError as exc:
+        return ExportMapping(rel, None, f"drive {drive_id}: {rel} is not UTF-8 text: {exc}")
 
 
 def _inspect(landing: LandingZone, drive_id: str, file: LandingFile) -> FileEntry:

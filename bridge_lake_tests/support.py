@@ -24,10 +24,12 @@ class SynthLake:
 
 
 def register(landing: LandingZone, lake: Lake, drive_id: str) -> None:
-    """The raw layer of one drive (manifest + drive.yaml), as the raw_manifest asset writes it."""
+    """The raw layer of one drive (manifest, drive.yaml, its export mapping), as the
+    raw_manifest asset writes it."""
     m = build_manifest(landing, drive_id)
     lake.write_partition("raw", "manifest", drive_id, m.files_table())
     lake.write_partition("raw", "drives", drive_id, m.drive_table())
+    lake.write_partition("raw", "export_mapping", drive_id, m.export_mapping_table())
 
 
 def build_lake(

@@ -15,6 +15,9 @@ FORMATS_MAY_USE = {"formats", "errors", "geometry", "clock"}
 LOW_LAYERS = {"normalize", "formats", "lake", "geometry"}
 HIGH_LAYERS = {"scenes", "export", "calibrate", "waypoints", "defs"}
 DAGSTER_LAYER = {"defs", "definitions", "demo"}
+PROTOBUF_HOMES = ("export/kinds/", "export/protobuf/")
+"""Protobuf messages are written by the message kinds (`export.kinds`) with the wire and
+schemas of `export.protobuf`: nothing else builds Foxglove messages."""
 
 
 def _modules() -> list[tuple[str, list[str]]]:
@@ -55,13 +58,18 @@ def _violations(rule: str, modules: list[tuple[str, str, list[str]]]) -> list[st
                 or (rule == "low_layers" and top in LOW_LAYERS and package in HIGH_LAYERS)
                 or (rule == "dagster" and root == "dagster" and top not in DAGSTER_LAYER)
                 or (rule == "pyav" and root == "av" and module != "formats/video/codec")
+                or (
+                    rule == "protobuf_schemas"
+                    and root == "foxglove_schemas_protobuf"
+                    and not module.startswith(PROTOBUF_HOMES)
+                )
             )
             if bad:
                 wrong.append(f"{module} imports {name}")
     return wrong
 
 
-RULES = ["formats", "low_layers", "dagster", "pyav"]
+RULES = ["formats", "low_layers", "dagster", "pyav", "protobuf_schemas"]
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -75,6 +83,8 @@ def test_each_rule_catches_its_wrong_import():
         ("normalize/y", "normalize", ["bridge_lake.scenes.camera_stats", "bridge_lake.lake"]),
         ("export/z", "export", ["dagster", "bridge_lake.formats.video"]),
         ("scenes/w", "scenes", ["av.video", "numpy"]),
+        ("scenes/v", "scenes", ["foxglove_schemas_protobuf.Pose_pb2"]),
+        ("export/kinds/imu", "export", ["foxglove_schemas_protobuf.Pose_pb2"]),
     ]
     assert {rule: _violations(rule, fake) for rule in RULES} == {
         "formats": ["formats/x imports bridge_lake.export.mapping"],
@@ -84,4 +94,5 @@ def test_each_rule_catches_its_wrong_import():
         ],
         "dagster": ["export/z imports dagster"],
         "pyav": ["scenes/w imports av.video"],
+        "protobuf_schemas": ["scenes/v imports foxglove_schemas_protobuf.Pose_pb2"],
     }

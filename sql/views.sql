@@ -17,6 +17,10 @@ CREATE OR REPLACE VIEW raw_drives AS
 SELECT * FROM read_parquet(getvariable('lake') || '/raw/drives/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
+CREATE OR REPLACE VIEW raw_export_mapping AS
+SELECT * FROM read_parquet(getvariable('lake') || '/raw/export_mapping/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
 CREATE OR REPLACE VIEW normalized_imu AS
 SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/imu/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});

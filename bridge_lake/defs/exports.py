@@ -11,7 +11,8 @@ from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
 from bridge_lake.defs.checks import check_spec
 from bridge_lake.defs.partitions import drives
-from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.resources import LakeResource
+from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest
 from bridge_lake.export.lake_exports import (
     NO_TRANSFORMS,
@@ -69,7 +70,6 @@ def exports(
     context: dg.AssetExecutionContext,
     config: ExportsConfig,
     lake: LakeResource,
-    landing: LandingZoneResource,
 ) -> Iterator[dg.Output | dg.AssetCheckResult]:
     drive = context.partition_key
     store = lake.get()
@@ -77,10 +77,11 @@ def exports(
     if unknown:
         raise dg.Failure(f"unknown export formats {unknown}; use {', '.join(FORMATS)}")
     with tempfile.TemporaryDirectory(prefix="bridge_lake_mapping_") as tmp:
-        mapping = drive_mapping(store, landing.get(), drive, Path(tmp))
+        mapping = drive_mapping(store, drive, Path(tmp))
         if mapping is not None:
             context.log.info(f"drive {drive}: topic mapping from drive.yaml ({mapping.name})")
         made = []
+        facts = DriveContext.load(store, drive)  # the drive's lake facts, read once
         for fmt in config.formats:
             progress = Progress(f"export {drive} {fmt}", context.log.info, unit="msgs")
 
@@ -91,7 +92,7 @@ def exports(
             request = ExportRequest(
                 encoding=config.mcap_encoding if fmt == "mcap" else None, mapping=mapping
             )
-            made.append(export_to_lake(store, drive, fmt, request, report))
+            made.append(export_to_lake(store, drive, fmt, request, report, facts))
             progress.done()
     files = {}
     problems: list[str] = []
@@ -141,7 +142,7 @@ def exports(
         "and match the lake",
         metadata={"problems": dg.MetadataValue.json(problems[:50]), "files": len(made)},
     )
-    transforms = has_transforms(store, drive)
+    transforms = has_transforms(facts)
     if not transforms:
         context.log.warning(f"drive {drive}: {NO_TRANSFORMS}; messages stay in sensor frames")
     yield dg.AssetCheckResult(

@@ -11,7 +11,7 @@ from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.drive_meta import DRIVE_YAML
-from bridge_lake.lake.schemas import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.lake.schemas import RAW_DRIVES, RAW_EXPORT_MAPPING, RAW_MANIFEST
 from bridge_lake.manifest import build_manifest
 
 ASSET = "raw_manifest"
@@ -59,6 +59,8 @@ def raw_manifest(
     files = manifest.files_table()
     manifest_parts = store.write_partition("raw", RAW_MANIFEST.name, drive, files)
     drives_parts = store.write_partition("raw", RAW_DRIVES.name, drive, manifest.drive_table())
+    mapping = manifest.export_mapping_table()  # exports read the drive's mapping from here
+    store.write_partition("raw", RAW_EXPORT_MAPPING.name, drive, mapping)
     formats = Counter(e.detected.format for e in manifest.entries)
     context.log.info(
         f"drive {drive}: {len(manifest.entries)} files, {manifest.total_bytes} bytes, "

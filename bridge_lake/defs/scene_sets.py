@@ -11,7 +11,7 @@ import dagster as dg
 
 from bridge_lake.defs.checks import check_spec, column_schema
 from bridge_lake.defs.partitions import drives
-from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.resources import LakeResource
 from bridge_lake.export.lake_exports import drive_mapping
 from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
 from bridge_lake.scenes.faults import FaultError, VariantSpec, check_variant_name, load_yaml
@@ -110,7 +110,6 @@ def scene_sets(
     context: dg.AssetExecutionContext,
     config: SceneSetsConfig,
     lake: LakeResource,
-    landing: LandingZoneResource,
 ) -> Iterator[dg.Output | dg.AssetCheckResult]:
     drive = context.partition_key
     store = lake.get()
@@ -118,7 +117,7 @@ def scene_sets(
     # a fixed folder: the mapping's path is in the MCAP metadata, so re-runs stay identical
     folder = Path(tempfile.gettempdir()) / "bridge_lake_scene_mappings" / drive
     folder.mkdir(parents=True, exist_ok=True)
-    mapping = drive_mapping(store, landing.get(), drive, folder)
+    mapping = drive_mapping(store, drive, folder)
     problems: list[str] = []
     checked: list[str] = []
 

@@ -25,37 +25,18 @@ import numpy as np
 import pyarrow.compute as pc
 
 from bridge_lake.clock import ns_to_ros
-from bridge_lake.export.generic import (
-    AdtfSampleBuilder,
-    DdlBuilder,
-    JsonBuilder,
-    RowSampleBuilder,
-    json_schema,
-)
-from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_types
+from bridge_lake.export.context import DriveContext
+from bridge_lake.export.generic_types import lane_type, plan_types
+from bridge_lake.export.kinds import GENERATED as GENERATED_TYPES
+from bridge_lake.export.kinds import KINDS
+from bridge_lake.export.kinds.json_rows import JSON_TYPE, json_schema
 from bridge_lake.export.mapping import (
-    ADTF_SAMPLE_TYPE,
-    DDL_TYPE,
-    GENERATED_TYPES,
-    JSON_TYPE,
     Mapping,
     TopicRule,
-    default_mapping_path,
-    load_mapping,
 )
 from bridge_lake.export.messages import ExportTypes, Serialized
 from bridge_lake.export.prefetch import prefetch
-from bridge_lake.export.source import (
-    BUILDERS,
-    Batch,
-    Builder,
-    ExportError,
-    Lane,
-    TfBuilder,
-    TfStaticBuilder,
-    dataset,
-)
-from bridge_lake.export.source import _filter as lane_filter
+from bridge_lake.export.source import Batch, Builder, ExportError, Lane, dataset, lane_filter
 from bridge_lake.export.trim import ALWAYS, Window, select_topics, window, windows
 from bridge_lake.export.writers import (
     COMPRESSIONS,
@@ -66,14 +47,11 @@ from bridge_lake.export.writers import (
     Output,
 )
 from bridge_lake.lake import Lake
-from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
 from bridge_lake.lake.storage import replace_local
 from bridge_lake.memory import release_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
 ENCODINGS = ("ros2", "ros1", "protobuf")
-PREFETCHED = {"sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/Image"}
-"""Lanes read one batch ahead on a thread (Parquet and video decoding release the GIL)."""
 
 
 @dataclass(frozen=True)
@@ -150,38 +128,13 @@ Progress = Callable[[int, int, int], None]
 all)."""
 
 
-def drive_meta(lake: Lake, drive: str) -> dict:
-    if not lake.has_partition("raw", RAW_DRIVES.name, drive):
-        known = lake.drives("raw", RAW_DRIVES.name)
-        raise ExportError(
-            f"drive {drive!r} is not in the lake {lake.root} (drives: {', '.join(known) or 'none'})"
-        )
-    return lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
-
-
 def drive_span(lake: Lake, drive: str) -> tuple[int, int]:
-    streams = lake.read_partition(
-        "normalized", STREAMS.name, drive, columns=["first_time_ns", "last_time_ns"]
-    )
-    first, last = (
-        pc.min(streams.column("first_time_ns")).as_py(),
-        pc.max(streams.column("last_time_ns")).as_py(),
-    )
-    if first is None:
-        raise ExportError(f"drive {drive} has no timed rows to export")
-    return int(first), int(last)
-
-
-def resolve_mapping(lake: Lake, drive: str, given: str | os.PathLike | None) -> Mapping:
-    if given is not None:
-        return load_mapping(given)
-    source = drive_meta(lake, drive).get("source")
-    return load_mapping(default_mapping_path(str(source)))
+    """First and last master time of the drive's streams."""
+    return DriveContext.load(lake, drive).span
 
 
 def plan_lanes(
-    lake: Lake,
-    drive: str,
+    ctx: DriveContext,
     mapping: Mapping,
     spans: list[Window] | None,
     topics: Sequence[str] | None = None,
@@ -190,7 +143,7 @@ def plan_lanes(
     Rules whose topics no glob of `topics` can match are not looked at (their tables need
     not exist)."""
     lanes: list[Lane] = []
-    static = _static_frames(lake, drive)
+    lake, drive, static = ctx.lake, ctx.drive, ctx.static_frames
     for given in mapping.topics:
         if topics and not _may_match(given, topics):
             continue
@@ -255,14 +208,6 @@ def _has_rows(lake: Lake, layer: str, table: str, drive: str) -> bool:
     if not lake.has_partition(layer, table, drive):
         return False
     return dataset(lake, layer, table, drive).count_rows() > 0
-
-
-def _static_frames(lake: Lake, drive: str) -> set[str]:
-    if not lake.has_partition("calibrated", "tf_static", drive):
-        return set()
-    return set(
-        lake.read_partition("calibrated", "tf_static", drive).column("child_frame").to_pylist()
-    )
 
 
 def _describe(lane: Lane, data, spans: list[Window] | None, static: set[str]) -> None:
@@ -368,8 +313,8 @@ def _open_output(
 
 
 def _supported(lane: Lane, fmt: str) -> bool:
-    """Whether a format can carry the lane's messages: JSON needs MCAP's schema records."""
-    return fmt == "mcap" or lane_type(lane) != JSON_TYPE
+    """Whether a format can carry the lane's messages (JSON needs MCAP's schema records)."""
+    return fmt == "mcap" or KINDS[lane.rule.type].in_bags
 
 
 def _first_lanes(lanes: list[Lane]) -> dict[str, Lane]:
@@ -434,7 +379,7 @@ class DriveStream:
 
     lake: Lake
     drive: str
-    meta: dict
+    context: DriveContext
     mapping: Mapping
     encoding: str
     spans: list[Window] | None
@@ -455,26 +400,33 @@ class DriveStream:
         for lane in self.lanes:
             builder = _builder(self.lake, self.drive, lane, self.encoding, self.shift)
             batches = builder.batches(self.lane_windows[id(lane)])
-            if lane.rule.type in PREFETCHED:
+            if KINDS[lane.rule.type].prefetch:
                 batches = prefetch(batches)
             sources.append((index[lane.topic], batches))
         return merge(sources)
 
 
-def plan_stream(lake: Lake, drive: str, request: ExportRequest = ExportRequest()) -> DriveStream:
-    """What `request` exports of `drive`: topics, lanes, windows and types (DriveStream)."""
+def plan_stream(
+    lake: Lake,
+    drive: str,
+    request: ExportRequest = ExportRequest(),
+    context: DriveContext | None = None,
+) -> DriveStream:
+    """What `request` exports of `drive`: topics, lanes, windows and types (DriveStream).
+    `context`: the drive's lake facts when the caller has them (several formats or scenes of
+    one drive), else read here."""
     encoding, _ = _check_request(request)
-    meta = drive_meta(lake, drive)
-    mapping = resolve_mapping(lake, drive, request.mapping)
-    first, last = drive_span(lake, drive)
+    ctx = context or DriveContext.load(lake, drive)
+    mapping = ctx.mapping(request.mapping)
+    first, last = ctx.span
     if request.spans is not None:
         spans = windows(request.spans, first, last)
     else:
         spans = window(request.start, request.end, first, last)
-    lanes = plan_lanes(lake, drive, mapping, spans, request.topics)
+    lanes = plan_lanes(ctx, mapping, spans, request.topics)
     chosen = set(select_topics(list(dict.fromkeys(x.topic for x in lanes)), request.topics))
     lanes = [lane for lane in lanes if lane.topic in chosen]
-    plan = plan_types(lake, drive, lanes)
+    plan = plan_types(ctx, lanes)
     _check_topic_types(lanes)
     unsupported = [lane for lane in lanes if not _supported(lane, request.format)]
     left_out: dict[str, int] = {}
@@ -520,7 +472,7 @@ def plan_stream(lake: Lake, drive: str, request: ExportRequest = ExportRequest()
     return DriveStream(
         lake,
         drive,
-        meta,
+        ctx,
         mapping,
         encoding,
         spans,
@@ -543,8 +495,10 @@ def export_drive(
     request: ExportRequest = ExportRequest(),
     *,
     progress: Progress | None = None,
+    context: DriveContext | None = None,
 ) -> ExportResult:
-    """Write one drive (or its windows and topics) to `out`; see the module docstring."""
+    """Write one drive (or its windows and topics) to `out`; see the module docstring
+    (`context`: as `plan_stream`)."""
     t_start = time.perf_counter()
     release_large_frees()
     encoding, compression = _check_request(request)
@@ -553,7 +507,7 @@ def export_drive(
         raise ExportError(f"{out} exists; pass --force to overwrite it")
     if not out.parent.is_dir():
         raise ExportError(f"output folder {out.parent} does not exist")
-    stream = plan_stream(lake, drive, request)
+    stream = plan_stream(lake, drive, request, context)
     tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
     output = _open_output(request.format, tmp, encoding, request, compression, stream.types)
     result = ExportResult(
@@ -593,7 +547,7 @@ def export_drive(
             nbytes += int(m.offsets[-1])
             if progress is not None:
                 progress(written, nbytes, total)
-        _attach(output, lake, drive, stream.meta, result)
+        _attach(output, stream.context, result)
         output.close()
     except BaseException as exc:
         try:
@@ -610,40 +564,22 @@ def export_drive(
 
 
 def _builder(lake: Lake, drive: str, lane: Lane, encoding: str, shift: int) -> Builder:
-    if lane.rule.type == JSON_TYPE:
-        return JsonBuilder(lake, drive, lane, 2, shift)
-    if lane.rule.type == DDL_TYPE:
-        cls = RowSampleBuilder if FALLBACK in lane.extra else DdlBuilder
-    elif lane.rule.type == ADTF_SAMPLE_TYPE:
-        cls = AdtfSampleBuilder
-    elif lane.rule.type == "tf2_msgs/msg/TFMessage":
-        cls = TfStaticBuilder if lane.rule.table == "calibrated/tf_static" else TfBuilder
-    else:
-        cls = BUILDERS[lane.rule.type]
-    if encoding == "protobuf":
-        from bridge_lake.export import protobuf
-
-        return cls(lake, drive, lane, 2, shift, protobuf)
-    return cls(lake, drive, lane, 2 if encoding == "ros2" else 1, shift)
+    return KINDS[lane.rule.type].open(lake, drive, lane, encoding, shift)
 
 
-def _attach(output: Output, lake: Lake, drive: str, meta: dict, result: ExportResult) -> None:
+def _attach(output: Output, ctx: DriveContext, result: ExportResult) -> None:
     """drive.yaml as metadata, the rig calibration as an attachment, and what was exported."""
-    output.add_metadata("drive", {k: _text(v) for k, v in meta.items() if v is not None})
+    output.add_metadata("drive", {k: _text(v) for k, v in ctx.meta.items() if v is not None})
     output.add_metadata(
         "bridge_lake.export",
         {
-            "drive": drive,
+            "drive": ctx.drive,
             "mapping": result.mapping,
             "windows": json.dumps([[w.start_ns, w.end_ns] for w in result.windows or []]),
             "time_shift_ns": str(result.shift_ns),
         },
     )
-    tf = (
-        lake.read_partition("calibrated", "tf_static", drive)
-        if lake.has_partition("calibrated", "tf_static", drive)
-        else None
-    )
+    tf = ctx.tf_static
     if tf is not None and tf.num_rows:  # a drive without a rig has no calibration to attach
         rig = tf.column("rig_file")[0].as_py()
         if rig and Path(rig).is_file():
@@ -678,7 +614,7 @@ def export_tum(
     (the source's ground truth in its own world frame, as the dataset gives it)."""
     from bridge_lake.geometry import rpy_to_quaternion
 
-    drive_meta(lake, drive)
+    DriveContext.load(lake, drive)  # the drive must be in the lake
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

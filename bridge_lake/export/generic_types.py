@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bridge_lake.export.mapping import ADTF_SAMPLE_TYPE, DDL_TYPE, JSON_TYPE
+from bridge_lake.export.context import DriveContext
+from bridge_lake.export.kinds.ddl import DDL_TYPE, FALLBACK
+from bridge_lake.export.kinds.json_rows import JSON_TYPE
 from bridge_lake.export.messages import ExportTypes
 from bridge_lake.export.messages.ddl_types import (
     DEFAULT_PACKAGE,
@@ -25,15 +27,13 @@ from bridge_lake.export.messages.ddl_types import (
     TypeSet,
     build,
 )
+from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
 from bridge_lake.export.source import Lane
 from bridge_lake.formats.adtf.ddl import DDL, parse_ddl
 from bridge_lake.formats.adtf.errors import DDLError
 from bridge_lake.formats.adtf.reader import DDL_UNUSABLE
 from bridge_lake.lake import Lake
-from bridge_lake.lake.schemas import QUARANTINE, STREAMS
-
-FALLBACK = "fallback"
-"""lane.extra key: why the lane's struct has no ROS type (its rows go out as JSON samples)."""
+from bridge_lake.lake.schemas import QUARANTINE
 
 
 def lane_type(lane: Lane) -> str:
@@ -47,17 +47,18 @@ class GenericPlan:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan_types(lake: Lake, drive: str, lanes: list[Lane]) -> GenericPlan:
+def plan_types(ctx: DriveContext, lanes: list[Lane]) -> GenericPlan:
     """Resolve the type of every `ddl` lane (see the module docstring)."""
     generic = [lane for lane in lanes if lane.rule.type in (DDL_TYPE, JSON_TYPE, ADTF_SAMPLE_TYPE)]
     for lane in generic:
         if not lane.rule.frame_id and "stream" in lane.selection:
             lane.frame_id = str(lane.selection["stream"])
     ddl_lanes = [lane for lane in generic if lane.rule.type == DDL_TYPE]
-    warnings = _unusable_ddl(lake, drive, [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE])
+    sample_lanes = [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE]
+    warnings = _unusable_ddl(ctx.lake, ctx.drive, sample_lanes)
     if not ddl_lanes:
         return GenericPlan(ExportTypes(), warnings)
-    catalog = _catalog(lake, drive)
+    catalog = {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in ctx.streams}
     parsed: dict[str, DDL] = {}
     sets: dict[str, TypeSet] = {}
     roots: list[tuple[Lane, RosStruct]] = []
@@ -110,13 +111,6 @@ def _unusable_ddl(lake: Lake, drive: str, lanes: list[Lane]) -> list[str]:
 
 
 _UNUSABLE = re.compile(r"stream '(.+?)': " + re.escape(DDL_UNUSABLE) + r": (.*)$")
-
-
-def _catalog(lake: Lake, drive: str) -> dict[str, tuple[str | None, str | None]]:
-    rows = lake.read_partition(
-        "normalized", STREAMS.name, drive, columns=["stream", "ddl_struct", "ddl"]
-    ).to_pylist()
-    return {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in rows}
 
 
 def _root(

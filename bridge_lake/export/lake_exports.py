@@ -19,36 +19,42 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge_lake.calibrate.quality import NO_RIG
+from bridge_lake.drive_meta import EXPORT_MAPPING_KEY
+from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
 from bridge_lake.export.health import FileHealth, check_file
-from bridge_lake.export.mapping import MAX_MAPPING_BYTES, MappingError
+from bridge_lake.export.mapping import MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
-from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES, STREAMS
+from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES, RAW_EXPORT_MAPPING
 from bridge_lake.lake.storage import replace_local
-from bridge_lake.landing import LandingZone
 
 SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
 """File name suffix per format (a ROS 2 bag is a folder)."""
-MAPPING_KEY = "export_mapping"
-"""drive.yaml key naming a topic mapping file inside the drive folder (per-drive override)."""
 
 
-def drive_mapping(lake: Lake, landing: LandingZone, drive: str, folder: Path) -> Path | None:
-    """The drive's own topic mapping (drive.yaml `export_mapping: FILE`, relative to the drive
-    folder and never outside it), copied to `folder`; None when the drive names none."""
-    meta = lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
-    rel = json.loads(meta.get("extra_json") or "{}").get(MAPPING_KEY)
-    if rel is None:
+def drive_mapping(lake: Lake, drive: str, folder: Path) -> Path | None:
+    """The drive's own topic mapping (drive.yaml `export_mapping: FILE`), as the raw layer
+    captured it (raw/export_mapping), written to `folder`; None when the drive names none.
+    A mapping raw could not read is a MappingError with raw's reason."""
+    if not lake.has_partition("raw", RAW_EXPORT_MAPPING.name, drive):
+        meta = lake.read_partition("raw", RAW_DRIVES.name, drive).to_pylist()[0]
+        named = json.loads(meta.get("extra_json") or "{}").get(EXPORT_MAPPING_KEY)
+        if named is not None:
+            raise MappingError(
+                f"drive {drive}: drive.yaml names {EXPORT_MAPPING_KEY} {named!r}, which the raw "
+                "layer has not captured (registered before it did): materialize raw_manifest "
+                "again"
+            )
         return None
-    if not isinstance(rel, str):
-        raise MappingError(f"drive {drive}: drive.yaml {MAPPING_KEY} must be a file name")
-    with landing.open(drive, rel) as f:
-        data = f.read(MAX_MAPPING_BYTES + 1)
-    if len(data) > MAX_MAPPING_BYTES:
-        raise MappingError(f"drive {drive}: {rel} is larger than {MAX_MAPPING_BYTES} bytes")
-    path = folder / Path(rel).name
-    path.write_bytes(data)
+    rows = lake.read_partition("raw", RAW_EXPORT_MAPPING.name, drive).to_pylist()
+    if not rows:
+        return None
+    row = rows[0]
+    if row["problem"] is not None:
+        raise MappingError(row["problem"])
+    path = folder / Path(row["file"]).name
+    path.write_bytes(row["text"].encode("utf-8"))
     return path
 
 
@@ -64,20 +70,17 @@ NO_TRANSFORMS = NO_RIG
 """The exports' warning for a drive calibrated without a rig: the calibrated layer's words."""
 
 
-def has_transforms(lake: Lake, drive: str) -> bool:
+def has_transforms(ctx: DriveContext) -> bool:
     """Whether the drive's rig gave it static transforms (calibrated/tf_static has rows):
     without them its exports have no /tf_static and /tf, every message in its sensor frame."""
-    if not lake.has_partition("calibrated", "tf_static", drive):
-        return False
-    return (
-        lake.read_partition("calibrated", "tf_static", drive, columns=["child_frame"]).num_rows > 0
-    )
+    return ctx.tf_static is not None and ctx.tf_static.num_rows > 0
 
 
-def expected_rates(lake: Lake, drive: str, result: ExportResult) -> dict[str, float]:
+def expected_rates(ctx: DriveContext, result: ExportResult) -> dict[str, float]:
     """Nominal rate per topic where one stream with a nominal rate feeds it."""
-    streams = lake.read_partition("normalized", STREAMS.name, drive).to_pylist()
-    nominal = {(r["stream"], f"normalized/{r['table']}"): r["expected_rate_hz"] for r in streams}
+    nominal = {
+        (r["stream"], f"normalized/{r['table']}"): r["expected_rate_hz"] for r in ctx.streams
+    }
     rates = {}
     for t in result.topics.values():
         if len(t.streams) == 1 and nominal.get((t.streams[0], t.table)):
@@ -91,8 +94,11 @@ def export_to_lake(
     fmt: str,
     request: ExportRequest,
     progress: Callable[[int, int, int], None] | None = None,
+    context: DriveContext | None = None,
 ) -> LakeExport:
-    """Write one format of a drive into the lake's exports folder and check it."""
+    """Write one format of a drive into the lake's exports folder and check it (`context`:
+    the drive's lake facts, shared by the formats of one run)."""
+    ctx = context or DriveContext.load(lake, drive)
     name = f"{drive}{SUFFIX[fmt]}"
     folder = exports_dir(lake.base, drive)
     request = ExportRequest(**{**request.__dict__, "format": fmt, "force": True})
@@ -100,8 +106,10 @@ def export_to_lake(
         staging = Path(lake.new_staging_dir())
         staging.mkdir(parents=True)
         try:
-            result = export_drive(lake, drive, staging / name, request, progress=progress)
-            health = _check(lake, drive, result)
+            result = export_drive(
+                lake, drive, staging / name, request, progress=progress, context=ctx
+            )
+            health = _check(ctx, result)
             target = Path(folder) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             replace_local(str(result.path), str(target))
@@ -111,30 +119,29 @@ def export_to_lake(
         health.path = str(target)
         return LakeExport(result, health, str(target))
     with tempfile.TemporaryDirectory(prefix="bridge_lake_export_") as tmp:
-        result = export_drive(lake, drive, Path(tmp) / name, request, progress=progress)
-        health = _check(lake, drive, result)
+        result = export_drive(
+            lake, drive, Path(tmp) / name, request, progress=progress, context=ctx
+        )
+        health = _check(ctx, result)
         target = posixpath.join(folder, name)
         lake.fs.put(str(result.path), target, recursive=result.path.is_dir())
     return LakeExport(result, health, lake.url(target))
 
 
-def unexported_streams(lake: Lake, drive: str, result: ExportResult) -> list[str]:
+def unexported_streams(ctx: DriveContext, result: ExportResult) -> list[str]:
     """Streams of the generic tables (`ddl_*`, `adtf_payloads`) with rows that no topic of
     a whole-drive export carries: what a mapping without generic rules would drop."""
     carried = {(s, t.table.split("/")[1]) for t in result.topics.values() for s in t.streams}
-    rows = lake.read_partition(
-        "normalized", STREAMS.name, drive, columns=["stream", "table", "rows_written"]
-    ).to_pylist()
     return [
         f"stream {r['stream']} ({r['table']}, {r['rows_written']} rows) is in no topic"
-        for r in rows
+        for r in ctx.streams
         if r["rows_written"]
         and (r["table"].startswith(GENERIC_PREFIX) or r["table"] == ADTF_PAYLOADS.name)
         and (r["stream"], r["table"]) not in carried
     ]
 
 
-def _check(lake: Lake, drive: str, result: ExportResult) -> FileHealth:
+def _check(ctx: DriveContext, result: ExportResult) -> FileHealth:
     """The file against the lake: every topic's count (left-out topics count as missing),
     nominal rates, and every generic stream in some topic."""
     health = check_file(
@@ -143,7 +150,7 @@ def _check(lake: Lake, drive: str, result: ExportResult) -> FileHealth:
             **{t.topic: t.expected for t in result.topics.values()},
             **result.left_out_rows,
         },
-        expected_rates=expected_rates(lake, drive, result),
+        expected_rates=expected_rates(ctx, result),
     )
-    health.problems += unexported_streams(lake, drive, result)
+    health.problems += unexported_streams(ctx, result)
     return health

@@ -10,7 +10,7 @@ replaces it. Every key is validated on load; errors name the file and the key.
     version: 1
     topics:
       - topic: /imu/data                  # ROS topic name; {value} of split_by allowed
-        type: sensor_msgs/msg/Imu         # one of MESSAGE_TYPES
+        type: sensor_msgs/msg/Imu         # one of MESSAGE_TYPES (the kinds)
         table: imu                        # lake table (layer: normalized unless given)
         where: {stream: ms25}             # optional: column -> glob; rows that match
         split_by: channel                 # optional: one topic per distinct value
@@ -30,75 +30,23 @@ from typing import Any
 
 import yaml
 
+from bridge_lake.drive_meta import MAX_MAPPING_BYTES
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.export.kinds import KINDS
+from bridge_lake.export.kinds.ddl import DDL_TYPE
 from bridge_lake.export.messages.ddl_types import FIELD_PATTERN, PACKAGE_PATTERN
-from bridge_lake.export.messages.typestore import ADTF_SAMPLE_TYPE
-from bridge_lake.lake.schemas import CALIBRATED, GENERIC_PREFIX, NORMALIZED
+from bridge_lake.lake.schemas import CALIBRATED, NORMALIZED
 from bridge_lake.yaml_input import safe_load
 
 MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
-MAX_MAPPING_BYTES = 1 << 20
-JSON_TYPE = "json"
-"""Generic table rows as JSON (MCAP only; `bridge_lake.export.generic`)."""
-DDL_TYPE = "ddl"
-"""Generic table rows as the message type generated from each stream's DDL struct
-(`bridge_lake.export.messages.ddl_types`; options: `package`, `rename`)."""
-GENERATED_TYPES = frozenset({JSON_TYPE, DDL_TYPE})
-"""Types whose `table` may be a glob (`normalized/ddl_*`): one lane per table and stream."""
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
-@dataclass(frozen=True)
-class MessageType:
-    name: str
-    """ROS 2 type name, e.g. sensor_msgs/msg/Imu."""
-    tables: tuple[str, ...]
-    """lake tables (layer/table) it can be made from."""
-    options: dict[str, type]
-    """option name → expected YAML type."""
-
-
-MESSAGE_TYPES: dict[str, MessageType] = {
-    t.name: t
-    for t in (
-        MessageType(
-            "sensor_msgs/msg/Imu",
-            ("normalized/imu",),
-            {"orientation_from": dict},  # {stream: glob, tolerance_ms: number}
-        ),
-        MessageType(
-            "sensor_msgs/msg/NavSatFix",
-            ("normalized/gnss",),
-            {"status_by_fix_mode": dict, "service": int},
-        ),
-        MessageType("can_msgs/msg/Frame", ("normalized/can_frames",), {}),
-        MessageType(
-            "sensor_msgs/msg/PointCloud2",
-            ("normalized/lidar_scans",),
-            {"points": str, "layout": str},  # points: sensor | base_link; layout: xyzirt | xyzi
-        ),
-        MessageType("sensor_msgs/msg/Image", ("normalized/camera_frames",), {"encoding": str}),
-        MessageType("sensor_msgs/msg/CompressedImage", ("normalized/camera_frames",), {}),
-        MessageType("foxglove_msgs/msg/CompressedVideo", ("normalized/camera_frames",), {}),
-        MessageType("sensor_msgs/msg/LaserScan", ("normalized/laser_scans",), {}),
-        MessageType(
-            "nav_msgs/msg/Odometry",
-            ("normalized/odometry", "normalized/ground_truth", "calibrated/poses"),
-            {},
-        ),
-        MessageType("tf2_msgs/msg/TFMessage", ("calibrated/tf_static", "calibrated/poses"), {}),
-        MessageType(JSON_TYPE, (f"normalized/{GENERIC_PREFIX}*", "normalized/adtf_payloads"), {}),
-        MessageType(
-            DDL_TYPE,
-            (f"normalized/{GENERIC_PREFIX}*",),
-            {"package": str, "rename": dict},  # rename: {DDL element: ROS field name}
-        ),
-        MessageType(ADTF_SAMPLE_TYPE, ("normalized/adtf_payloads",), {}),
-    )
-}
-"""`ddl` and `json` carry the generic ADTF tables: `table` may then be a glob
-(`normalized/ddl_*`), one lane per table and stream (see `bridge_lake.export.generic`)."""
+MESSAGE_TYPES = KINDS
+"""The types a rule may name: the message kinds (`export.kinds`), each with the tables it is
+made from and its options. `ddl` and `json` carry the generic ADTF tables: `table` may then
+be a glob (`normalized/ddl_*`), one lane per table and stream."""
 GENERIC_COLUMNS = frozenset({"time_ns", "sample_time_ns", "stream"})
 """Columns every generic ADTF table has (for `where` and `split_by` of json rules)."""
 SHORT_NAMES = {name.replace("/msg/", "/"): name for name in MESSAGE_TYPES}

@@ -44,7 +44,12 @@ import yaml
 
 from bridge_lake import settings
 from bridge_lake.clock import TIME_UNITS_NS
-from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
+from bridge_lake.drive_meta import (
+    DRIVE_YAML,
+    MAX_DRIVE_YAML_BYTES,
+    MAX_MAPPING_BYTES,
+    parse_drive_yaml,
+)
 from bridge_lake.errors import BridgeLakeError, DriveMetadataError
 from bridge_lake.lake.schemas import NORMALIZED, SENSOR_TABLES
 from bridge_lake.yaml_input import safe_load
@@ -55,7 +60,6 @@ LAYERS = ("drive", "user", "default")
 """Mapping layers in match order: the first rule that matches, in this order, wins."""
 DRIVE_KEY = "mapping"
 """drive.yaml key naming the drive's own ADTF mapping file (relative to the drive folder)."""
-MAX_MAPPING_BYTES = 1 << 20
 
 """Device time units a rule may give, as integer ns factors (no float seconds anywhere)."""
 

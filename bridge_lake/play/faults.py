@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from bridge_lake.formats.ros.readers import Recording, RosMessage
+from bridge_lake.formats.ros.stamps import definition_text, shift_stamps, stamp_positions
 from bridge_lake.scenes.faults import (
     FaultError,
     FaultSpec,
@@ -26,8 +27,6 @@ from bridge_lake.scenes.faults import (
     TopicMessages,
     black_image,
     plan_faults,
-    shift_stamps,
-    stamp_positions,
 )
 
 
@@ -44,8 +43,9 @@ class LiveFaults:
             log = np.frombuffer(times[cid], np.int64).copy()
             n = len(log)
             empty = np.zeros(n, np.int64)
+            text = definition_text(ch.schema_encoding, ch.schema_data)
             topics[ch.topic] = TopicMessages(
-                ch.topic, cid, ch.type, ch.message_encoding, log, log, empty, None, empty
+                ch.topic, cid, ch.type, ch.message_encoding, text, log, log, empty, None, empty
             )
             self._ids[cid] = ch.topic
         if not topics:
@@ -114,9 +114,8 @@ class LiveFaults:
         if s.black[k]:
             data = black_image(data, s.msgs.type, enc)
         if s.stamp_shift[k]:
-            data = shift_stamps(
-                data, stamp_positions(s.msgs.type, enc, data), int(s.stamp_shift[k]), enc
-            )
+            positions = stamp_positions(s.msgs.type, enc, data, s.msgs.definition)
+            data = shift_stamps(data, positions, int(s.stamp_shift[k]), enc)
         new = int(s.log[k])
         if data is m.data and new == m.log_time:
             return m

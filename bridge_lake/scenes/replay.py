@@ -40,15 +40,16 @@ import numpy as np
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.health import GAP_FACTOR, HealthError, check_file
+from bridge_lake.formats.ros.stamps import read_stamp, stamp_positions
 from bridge_lake.scenes.faults import (
     BLACKABLE,
     FaultError,
     McapContent,
+    definition,
     image_is_black,
-    read_stamp,
     scan_mcap,
+    schema_type,
     sha256_file,
-    stamp_positions,
 )
 from bridge_lake.scenes.sets import load_manifest, manifest_path_for
 
@@ -179,15 +180,15 @@ class _Facts:
 class _FactsBuilder:
     """The facts of one channel's messages, a payload at a time (none is kept)."""
 
-    def __init__(self, typename: str, encoding: str, black: bool) -> None:
-        self.type, self.encoding = typename, encoding
+    def __init__(self, typename: str, encoding: str, definition: str, black: bool) -> None:
+        self.type, self.encoding, self.definition = typename, encoding, definition
         self.stamps = array("q")
         self.masked: list[bytes] = []
         self.full: list[bytes] = []
         self.black = array("b") if black and typename in BLACKABLE else None
 
     def add(self, data: bytes) -> None:
-        positions = stamp_positions(self.type, self.encoding, data)
+        positions = stamp_positions(self.type, self.encoding, data, self.definition)
         full = hashlib.blake2b(data, digest_size=16).digest()
         self.full.append(full)
         if positions:
@@ -204,7 +205,7 @@ class _FactsBuilder:
             self.stamps.append(NO_STAMP)
             self.masked.append(full)
         if self.black is not None:
-            self.black.append(_black(data, self.encoding))
+            self.black.append(image_is_black(data, self.encoding))
 
     def facts(self, log: np.ndarray) -> _Facts:
         stamps = np.frombuffer(self.stamps, np.int64).copy()
@@ -213,29 +214,23 @@ class _FactsBuilder:
         return _Facts(log, stamps, self.masked, self.full, has, black)
 
 
-def _black(data: bytes, encoding: str) -> bool:
-    try:
-        return image_is_black(data, encoding)
-    except Exception:  # a frame that does not decode is not black (the data level reports it)
-        return False
-
-
 def _read_facts(path: Path, *, black: bool) -> tuple[McapContent, dict[str, _Facts]]:
     """`path` read once, streaming: its records and per topic the facts of its messages, in
     memory independent of the payloads' size (`faults.FaultError` if it is not readable).
     `black`: also whether each raw image is black (the checked file; a source needs not)."""
     builders: dict[int, _FactsBuilder] = {}
 
-    def visit(channel: Any, typename: str, data: bytes) -> None:
+    def visit(channel: Any, schema: Any, data: bytes) -> None:
         b = builders.get(channel.id)
         if b is None:
-            b = builders[channel.id] = _FactsBuilder(typename, channel.message_encoding, black)
+            typename, encoding = schema_type(schema), channel.message_encoding
+            b = builders[channel.id] = _FactsBuilder(typename, encoding, definition(schema), black)
         b.add(data)
 
     content = scan_mcap(path, visit)
     facts = {}
     for topic, t in content.topics.items():
-        b = builders.get(t.channel_id) or _FactsBuilder(t.type, t.encoding, black)
+        b = builders.get(t.channel_id) or _FactsBuilder(t.type, t.encoding, t.definition, black)
         facts[topic] = b.facts(t.log)
     return content, facts
 

@@ -42,11 +42,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import (
     ExportRequest,
     ExportResult,
     export_drive,
-    resolve_mapping,
 )
 from bridge_lake.export.mapping import MAPPINGS, Mapping
 from bridge_lake.lake import Lake
@@ -241,6 +241,8 @@ class Snapshots:
 
     def __init__(self, lake: Lake, drive: str, *, content: bool = False) -> None:
         self.lake, self.drive, self.content = lake, drive, content
+        self.context = DriveContext.load(lake, drive)
+        """the drive's lake facts every scene's export shares"""
         self.cache: dict[str, TableSnapshot] = {}
         self.mappings: dict[str | None, tuple[Mapping, dict[str, Any]]] = {}
 
@@ -253,7 +255,7 @@ class Snapshots:
     def mapping(self, given: str | os.PathLike | None) -> tuple[Mapping, dict[str, Any]]:
         key = None if given is None else str(given)
         if key not in self.mappings:
-            rules = resolve_mapping(self.lake, self.drive, given)
+            rules = self.context.mapping(given)
             self.mappings[key] = (rules, _mapping_ref(rules))
         return self.mappings[key]
 
@@ -322,6 +324,7 @@ def build_scene(
         drive,
         path,
         ExportRequest(spans=[(scene.t_start_ns, scene.t_end_ns)], mapping=rules.path, force=True),
+        context=snapshots.context,
     )
     snap = snapshots.of(source_tables(lake, drive, result, rules))
     sha = sha256_file(path)

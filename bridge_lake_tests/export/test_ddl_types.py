@@ -15,7 +15,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from bridge_lake.calibrate.drive import calibrate_drive
 from bridge_lake.export.exporter import ExportRequest, export_drive
-from bridge_lake.export.messages import ExportTypes
+from bridge_lake.export.messages import ExportTypes, ddl_message
 from bridge_lake.export.messages.ddl_types import (
     DDLTypeError,
     TypeSet,
@@ -23,7 +23,6 @@ from bridge_lake.export.messages.ddl_types import (
     field_name,
     message_name,
 )
-from bridge_lake.export.messages.ddl_wire import ddl_message
 from bridge_lake.formats.adtf import DatWriter, Property, StreamType, parse_ddl
 from bridge_lake.formats.adtf.ddl import DDL, Struct
 from bridge_lake.formats.adtf.ddl_decode import decode
@@ -31,6 +30,7 @@ from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
 from bridge_lake.normalize.adtf_generic import element_columns
 from bridge_lake.normalize.drive import normalize_drive
+from bridge_lake.scenes.faults import inject, parse_compact
 from bridge_lake_tests.export.readers import fields_of, read, time_of
 from bridge_lake_tests.export.test_generic_export import same, unflatten
 from bridge_lake_tests.support import register
@@ -289,6 +289,24 @@ def test_every_ddl_type_round_trips_through_every_format(synthetic, fmt, encodin
     deepest = fields_of(got[5][2])
     assert deepest["dyn_inner"][1]["ai16_pair"] == [-51, 357]  # inner(10 * 5 + 1)
     assert deepest["ad_dyn"] == [5.0] and deepest["stream"] == 5
+
+
+@pytest.mark.parametrize("encoding", ["ros2", "ros1"])
+def test_clock_offset_shifts_header_stamps_of_generated_types(synthetic, encoding) -> None:
+    """A scene variant's `*:clock_offset` moves the header stamps of a generated type too: the
+    injector finds them through the file's own definition of the type (it is in no shipped
+    typestore), read back by decoders built from that definition."""
+    lake, root = synthetic
+    clean = root / f"offset_{encoding}.mcap"
+    export_drive(lake, "synth", clean, ExportRequest(format="mcap", encoding=encoding))
+    shifted = root / f"offset_{encoding}--clk.mcap"
+    inject(clean, shifted, parse_compact("*:clock_offset=+20ms"), seed=1)
+    before, after = read(clean)["/adtf/all"], read(shifted)["/adtf/all"]
+    assert len(after) == len(before) == 60
+    for (log0, _, m0), (log1, _, m1) in zip(before, after, strict=True):
+        assert log1 == log0 + 20_000_000
+        assert time_of(m1)[0] == time_of(m0)[0] + 20_000_000
+        assert fields_of(m1) == fields_of(m0)
 
 
 def test_bad_ddl_goes_out_as_adtf_sample_with_a_warning(tmp_path) -> None:

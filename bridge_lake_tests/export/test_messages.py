@@ -1031,7 +1031,10 @@ BAD = [
         ),
         "data offsets",
     ),
-    (lambda: m.compressed_video(N2, "cam", format="h264", data=[b"a", b"b"]), "data must be"),
+    (
+        lambda: m.compressed_video(N2, "cam", format="h264", data=[b"a", b"b"], ros=2),
+        "data must be",
+    ),
     (
         lambda: m.odometry(
             N2,

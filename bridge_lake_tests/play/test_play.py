@@ -205,11 +205,11 @@ def test_disconnect_does_not_stall_and_late_joiner_gets_tf_static(tmp_path):
 
 def test_faults_on_the_fly_match_the_scene_variant(tmp_path):
     """Seeded choices as `scenes` makes them: the variant file written by `inject` holds
-    exactly what arrives."""
+    exactly what arrives (header stamps moved by clock_offset included)."""
     from bridge_lake.scenes.faults import inject, parse_compact
 
     path = write_mcap(tmp_path / "a.mcap", seconds=2.0)
-    spec = "/chatter:drop=5%,imu:delay=30ms"
+    spec = "/chatter:drop=5%,imu:delay=30ms,/imu:clock_offset=+5ms"
     report = tmp_path / "r.json"
     client, _ = receive_all(
         str(path),
@@ -237,7 +237,7 @@ def test_faults_on_the_fly_match_the_scene_variant(tmp_path):
     doc = json.loads(report.read_text())
     assert doc["faults_injected"] == len(variant.faults) == doc["faults_planned"]
     kinds = {f["kind"] for f in doc["faults"]}
-    assert kinds == {"drop", "delay"}
+    assert kinds == {"drop", "delay", "clock_offset"}
 
 
 def _without_json(src, dst):

@@ -11,6 +11,7 @@ import pytest
 from mcap.reader import make_reader
 
 from bridge_lake.export.messages import typestore
+from bridge_lake.formats.ros.stamps import StampError, read_stamp, stamp_positions
 from bridge_lake.scenes.faults import (
     FaultError,
     FaultSpec,
@@ -18,8 +19,6 @@ from bridge_lake.scenes.faults import (
     parse_compact,
     parse_yaml,
     read_mcap,
-    read_stamp,
-    stamp_positions,
 )
 from bridge_lake.scenes.sets import build_scene, build_variant, read_catalog
 from bridge_lake_tests.scene_sets import scene_lake
@@ -177,7 +176,7 @@ def test_stamp_positions_agree_with_rosbags_for_every_topic(scenes):
                     stamps = [t.header.stamp for t in msg.transforms]
                 else:
                     stamps = [msg.header.stamp]
-                positions = stamp_positions(m.type, m.encoding, data)
+                positions = stamp_positions(m.type, m.encoding, data, m.definition)
                 assert [read_stamp(data, p, "cdr") for p in positions] == [
                     s.sec * 10**9 + s.nanosec for s in stamps
                 ], topic
@@ -327,10 +326,10 @@ def test_variant_manifest_lists_every_fault(scenes, tmp_path):
 @pytest.mark.parametrize("encoding", ["cdr", "ros1"])
 def test_a_malformed_tf_message_is_a_typed_error(encoding: str) -> None:
     """A TFMessage whose lengths point past its end (the CRC of its chunk can still be
-    valid) is a FaultError naming the type, not a struct.error from deep inside."""
+    valid) is a StampError naming the type, not a struct.error from deep inside."""
     header = b"\0\1\0\0" if encoding == "cdr" else b""
     one_transform_no_body = header + (1).to_bytes(4, "little")
     huge_frame_id = header + (1).to_bytes(4, "little") + bytes(12) + (1 << 30).to_bytes(4, "little")
     for data in (one_transform_no_body, huge_frame_id, header[:2]):
-        with pytest.raises(FaultError, match=r"tf2_msgs/msg/TFMessage message of \d+ bytes"):
+        with pytest.raises(StampError, match=r"tf2_msgs/msg/TFMessage message of \d+ bytes"):
             stamp_positions("tf2_msgs/msg/TFMessage", encoding, data)

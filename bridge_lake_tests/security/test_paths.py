@@ -34,6 +34,7 @@ from bridge_lake.scenes.sets import (
     SceneSetError,
     load_manifest,
 )
+from bridge_lake_tests.support import register
 
 HOSTILE_IDS = [
     "..",
@@ -173,14 +174,14 @@ def test_export_mapping_of_drive_yaml_is_read_only_inside_the_drive(value, tmp_p
     (drive / "ok.yaml").write_text("version: 1\n")
     (drive / "drive.yaml").write_text(f"vehicle: v\nsource: adtf\nexport_mapping: {value}\n")
     zone, lake = LandingZone(str(landing)), Lake(str(tmp_path / "lake"))
-    lake.write_partition("raw", "drives", "d1", build_manifest(zone, "d1").drive_table())
+    register(zone, lake, "d1")
     out = tmp_path / "copied"
     out.mkdir()
     if value == "ok.yaml":
-        assert drive_mapping(lake, zone, "d1", out).read_text() == "version: 1\n"
+        assert drive_mapping(lake, "d1", out).read_text() == "version: 1\n"
         return
     with pytest.raises(BridgeLakeError):
-        drive_mapping(lake, zone, "d1", out)
+        drive_mapping(lake, "d1", out)
     assert list(out.iterdir()) == []
 
 
@@ -333,3 +334,24 @@ def test_scene_ids_from_the_catalog_are_checked_before_naming_files(scene_id, tm
         return
     with pytest.raises(SceneSetError, match="cannot name a file"):
         read_catalog(lake, "d1")
+
+
+def test_export_mapping_is_read_from_the_lake_as_raw_captured_it(tmp_path):
+    """The export never reads the landing zone: the mapping is the text raw captured, even
+    after the landing file changed or went; a drive whose raw layer predates the capture
+    is a MappingError saying to materialize raw_manifest again."""
+    landing = tmp_path / "landing"
+    drive = landing / "d1"
+    drive.mkdir(parents=True)
+    (drive / "m.yaml").write_text("version: 1\n")
+    (drive / "drive.yaml").write_text("vehicle: v\nsource: adtf\nexport_mapping: m.yaml\n")
+    zone, lake = LandingZone(str(landing)), Lake(str(tmp_path / "lake"))
+    register(zone, lake, "d1")
+    (drive / "m.yaml").unlink()
+    out = tmp_path / "copied"
+    out.mkdir()
+    assert drive_mapping(lake, "d1", out).read_text() == "version: 1\n"
+    older = Lake(str(tmp_path / "older"))
+    older.write_partition("raw", "drives", "d1", build_manifest(zone, "d1").drive_table())
+    with pytest.raises(BridgeLakeError, match="raw_manifest"):
+        drive_mapping(older, "d1", out)

@@ -1,42 +1,46 @@
-"""Vectorized serializers: columns of the lake -> n ROS 1 or ROS 2 (CDR) messages in one buffer.
+"""ROS 1 and ROS 2 (CDR) wire machinery of the exports: n messages in one buffer.
 
-One function per message kind; each takes int64 ns stamps, the topic's frame id and numpy (or
-Arrow binary) columns, and returns `Serialized` (one uint8 buffer + n + 1 offsets) without a
-Python object per message or per point. `ros=1` writes ROS 1 serialization, `ros=2` CDR little
-endian with its encapsulation header; `seq_start` numbers ROS 1 Header.seq (ROS 2 headers have
-none). Output is byte for byte what rosbags' serialize_ros1 / serialize_cdr produce for the same
-messages (tested). `typestore` / `message_definition` give the definitions the bag or MCAP file
-must carry; TYPENAMES maps each serializer to its message type. `ddl_message` writes the
-types generated from DDL structs (`ddl_types`), `adtf_sample` raw ADTF samples.
+`wire.Layout` builds the fixed-size stretch of a message in ROS 1 or CDR rules, `serialized`
+holds n messages as one uint8 buffer + n + 1 offsets, `arguments` checks and converts the
+columns a kind validates, `pointcloud` the point layouts, `ddl_types` / `ddl_columns` /
+`ddl_wire` the types generated from DDL structs, and `typestore` / `message_definition` the
+definitions a bag or MCAP file must carry. Output is byte for byte what rosbags'
+serialize_ros1 / serialize_cdr produce for the same messages (tested).
+
+The encoders of the message kinds (`export.kinds`) are reachable here by their short names
+with plain arguments, `messages.imu(stamp_ns, frame_id, ..., ros=1, seq_start=0)`, and
+`TYPENAMES` maps each short name to its message type: both are read from the kinds'
+registry when first asked for (the kinds import this package).
 """
 
-from bridge_lake.export.messages.adtf_sample import adtf_sample
-from bridge_lake.export.messages.ddl_wire import ddl_message
-from bridge_lake.export.messages.image import compressed_image, image
-from bridge_lake.export.messages.nav import UNKNOWN_COVARIANCE, odometry, tf_message
-from bridge_lake.export.messages.pointcloud import (
-    VELODYNE_XYZIRT,
-    XYZI,
-    PointField,
-    PointLayout,
-    point_cloud2,
-)
-from bridge_lake.export.messages.sensor import imu, laser_scan, nav_sat_fix
+from __future__ import annotations
+
+from typing import Any
+
+from bridge_lake.export.messages.pointcloud import VELODYNE_XYZIRT, XYZI, PointField, PointLayout
 from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.messages.typestore import (
-    TYPENAMES,
     ExportTypes,
     MessageDefinition,
     message_definition,
     typestore,
 )
-from bridge_lake.export.messages.vehicle import can_frame
-from bridge_lake.export.messages.video import compressed_video
-from bridge_lake.export.messages.wire import split_stamps
+from bridge_lake.formats.ros.wire import split_stamps
+
+
+def __getattr__(name: str) -> Any:
+    from bridge_lake.export import kinds
+
+    if name == "TYPENAMES":
+        return kinds.TYPENAMES
+    if name == "UNKNOWN_COVARIANCE":
+        return kinds.odometry.UNKNOWN_COVARIANCE
+    if name in kinds.BY_SHORT:
+        return kinds.encoder(name, protobuf=False)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
-    "TYPENAMES",
-    "UNKNOWN_COVARIANCE",
     "VELODYNE_XYZIRT",
     "XYZI",
     "ExportTypes",
@@ -44,19 +48,7 @@ __all__ = [
     "PointField",
     "PointLayout",
     "Serialized",
-    "adtf_sample",
-    "can_frame",
-    "compressed_image",
-    "compressed_video",
-    "ddl_message",
-    "image",
-    "imu",
-    "laser_scan",
     "message_definition",
-    "nav_sat_fix",
-    "odometry",
-    "point_cloud2",
     "split_stamps",
-    "tf_message",
     "typestore",
 ]

@@ -14,25 +14,9 @@ import pyarrow as pa
 from numpy.typing import ArrayLike, DTypeLike
 
 from bridge_lake.export.messages.serialized import ragged_part
+from bridge_lake.formats.ros.wire import ros_version, stamps
 
 BinaryData = pa.Array | pa.ChunkedArray | tuple[ArrayLike, ArrayLike]
-
-
-def ros_version(ros: int) -> int:
-    """1 or 2, else ValueError."""
-    if ros not in (1, 2):
-        raise ValueError(f"ros must be 1 or 2, got {ros!r}")
-    return int(ros)
-
-
-def stamps(stamp_ns: ArrayLike) -> np.ndarray:
-    """int64 ns as a 1-D array; floats are refused (they cannot hold ns since 1970 exactly)."""
-    arr = np.asarray(stamp_ns)
-    if arr.ndim != 1 or not (arr.size == 0 or arr.dtype.kind in "iu"):
-        raise ValueError(f"stamp_ns must be a 1-D integer array, got {arr.dtype} {arr.shape}")
-    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise ValueError("stamp_ns has values beyond int64")
-    return arr.astype(np.int64, copy=False)
 
 
 def text(name: str, value: str) -> str:
@@ -157,3 +141,19 @@ def binary_lengths(data: pa.LargeBinaryArray) -> np.ndarray:
     """Byte length of each entry (int64)."""
     offsets = np.frombuffer(data.buffers()[1], np.int64, len(data) + 1, data.offset * 8)
     return np.diff(offsets)
+
+
+__all__ = [
+    "BinaryData",
+    "binary",
+    "binary_lengths",
+    "column",
+    "convert",
+    "counts",
+    "flat",
+    "per_message",
+    "ros_version",
+    "rows",
+    "stamps",
+    "text",
+]

@@ -24,14 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
-from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.ddl_columns import Ragged, RaggedStructs, Values, values_of
-from bridge_lake.export.messages.ddl_columns import table_getter as _getter
+from bridge_lake.export.messages.ddl_columns import Ragged, RaggedStructs, Values
 from bridge_lake.export.messages.ddl_types import RosStruct
 from bridge_lake.export.messages.serialized import Serialized, fixed
-from bridge_lake.export.messages.wire import ENCAPSULATION_CDR_LE, split_stamps
+from bridge_lake.formats.ros.wire import ENCAPSULATION_CDR_LE, split_stamps
 
 Position = int | np.ndarray
 
@@ -124,28 +121,6 @@ def _header(walk: _Walk, n: int, stamp_ns: np.ndarray, frame_id: str, seq_start:
     return pos + 12 + len(raw)
 
 
-def ddl_message(
-    stamp_ns: np.ndarray,
-    frame_id: str,
-    *,
-    struct: RosStruct,
-    rows: pa.Table,
-    ros: int,
-    seq_start: int = 0,
-) -> Serialized:
-    """n messages of the generated type `struct` (with its header) from n generic-table
-    rows (protobuf.ddl_message takes the same arguments)."""
-    st = struct
-    ros = arg.ros_version(ros)
-    stamp = arg.stamps(stamp_ns)
-    frame_id = arg.text("frame_id", frame_id)
-    n = rows.num_rows
-    if stamp.size != n:
-        raise ValueError(f"{stamp.size} stamps for {n} rows")
-    values = values_of(st, _getter(rows), n)
-    return serialize_values(st, values, stamp, frame_id, ros=ros, seq_start=seq_start)
-
-
 def serialize_values(
     st: RosStruct,
     values: Values,
@@ -155,6 +130,7 @@ def serialize_values(
     ros: int,
     seq_start: int = 0,
 ) -> Serialized:
+    """n messages of the generated type `st` (with its header) from its validated values."""
     walk = _Walk(ros)
     n = values.k
     start = _header(walk, n, stamp, frame_id, seq_start) if st.header else 0
@@ -201,4 +177,4 @@ def _scatter(out: np.ndarray, base: np.ndarray, op: _Op, n: int) -> None:
         out[dst[:, None] + np.arange(width)] = data
 
 
-__all__ = ["ddl_message", "serialize_values"]
+__all__ = ["serialize_values"]

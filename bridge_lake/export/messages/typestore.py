@@ -61,21 +61,6 @@ EXTRA_TYPES = {
     },
 }
 
-TYPENAMES = {
-    "imu": "sensor_msgs/msg/Imu",
-    "nav_sat_fix": "sensor_msgs/msg/NavSatFix",
-    "laser_scan": "sensor_msgs/msg/LaserScan",
-    "point_cloud2": "sensor_msgs/msg/PointCloud2",
-    "image": "sensor_msgs/msg/Image",
-    "compressed_image": "sensor_msgs/msg/CompressedImage",
-    "compressed_video": "foxglove_msgs/msg/CompressedVideo",
-    "can_frame": "can_msgs/msg/Frame",
-    "odometry": "nav_msgs/msg/Odometry",
-    "tf_message": "tf2_msgs/msg/TFMessage",
-    "adtf_sample": ADTF_SAMPLE_TYPE,
-}
-"""The message type each serializer writes, keyed by the serializer's name."""
-
 
 @functools.cache
 def typestore(ros: int) -> Typestore:

@@ -1,17 +1,14 @@
 """Vectorized serializers: columns of the lake -> n protobuf messages in one buffer, for MCAP
 files with protobuf encoding (what Foxglove reads natively and many AV teams store).
 
-Drop-in for bridge_lake.export.messages: the same functions with the same arguments (`ros` and
-`seq_start` accepted and ignored: protobuf has one encoding and no sequence numbers), each
-returning `Serialized`. Messages are encoded straight from numpy/Arrow columns (wire.py) without
-a Python object per message, byte for byte as protobuf (upb) serializes them.
-
-Mapping (SCHEMA_NAMES): PointCloud2 -> foxglove.PointCloud, Image -> foxglove.RawImage,
-CompressedImage -> foxglove.CompressedImage, CompressedVideo -> foxglove.CompressedVideo,
-NavSatFix -> foxglove.LocationFix, LaserScan -> foxglove.LaserScan, Odometry ->
-foxglove.Odometry, TFMessage -> foxglove.FrameTransforms; Imu -> bridge_lake.Imu and
-can_msgs/Frame -> bridge_lake.CanFrame (bridge_lake.proto, next to this file). What each drops
-is in its docstring.
+The wire machinery (`wire.Fields`: messages encoded straight from numpy/Arrow columns
+without a Python object per message, byte for byte as protobuf (upb) serializes them), the
+schemas (`schemas`), and the generated DDL types (`ddl`). Each kind's protobuf encoder lives
+with its kind (`export.kinds`), which also names the protobuf message it becomes
+(SCHEMA_NAMES: e.g. PointCloud2 -> foxglove.PointCloud, Imu -> bridge_lake.Imu) and says
+what it drops. Here the encoders are reachable by their short names with the plain
+arguments of `export.messages` (`ros` and `seq_start` accepted and ignored: protobuf has
+one encoding and no sequence numbers).
 
 In an MCAP file (profile "", as protobuf files have no ROS profile), per topic, with the mcap
 library's Writer:
@@ -24,28 +21,19 @@ or with bridge_lake's McapWriter(path, profile=""): add_schema(name, "protobuf",
 add_channel(topic, "protobuf", schema_id). Messages are then written as Serialized batches.
 """
 
-from bridge_lake.export.protobuf.adtf_sample import adtf_sample
-from bridge_lake.export.protobuf.ddl import ddl_message
-from bridge_lake.export.protobuf.image import compressed_image, compressed_video, image
-from bridge_lake.export.protobuf.nav import odometry, tf_message
-from bridge_lake.export.protobuf.pointcloud import point_cloud2
-from bridge_lake.export.protobuf.schemas import SCHEMA_NAMES, schema
-from bridge_lake.export.protobuf.sensor import imu, laser_scan, nav_sat_fix
-from bridge_lake.export.protobuf.vehicle import can_frame
+from typing import Any
 
-__all__ = [
-    "SCHEMA_NAMES",
-    "adtf_sample",
-    "can_frame",
-    "compressed_image",
-    "compressed_video",
-    "ddl_message",
-    "image",
-    "imu",
-    "laser_scan",
-    "nav_sat_fix",
-    "odometry",
-    "point_cloud2",
-    "schema",
-    "tf_message",
-]
+from bridge_lake.export.protobuf.schemas import schema
+
+
+def __getattr__(name: str) -> Any:
+    from bridge_lake.export import kinds
+
+    if name == "SCHEMA_NAMES":
+        return kinds.SCHEMA_NAMES
+    if name in kinds.BY_SHORT:
+        return kinds.encoder(name, protobuf=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["schema"]

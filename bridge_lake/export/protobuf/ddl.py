@@ -17,16 +17,12 @@ nested messages written even when empty (`protobuf.wire.Fields`).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 from google.protobuf import descriptor_pb2, timestamp_pb2
 
-from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.ddl_columns import (
     Ragged,
     RaggedStructs,
     Values,
-    table_getter,
-    values_of,
 )
 from bridge_lake.export.messages.ddl_types import RosStruct
 from bridge_lake.export.messages.serialized import Serialized, ragged_part
@@ -186,26 +182,15 @@ def _repeated(
     fields.ragged(ragged_part(each.data, each.offsets[offsets]))
 
 
-def ddl_message(
-    stamp_ns: np.ndarray,
-    frame_id: str,
-    *,
-    struct: RosStruct,
-    rows: pa.Table,
-    ros: int = 2,
-    seq_start: int = 0,
+def encode_values(
+    struct: RosStruct, values: Values, stamp: np.ndarray, frame_id: str
 ) -> Serialized:
-    """n protobuf messages of the generated type `struct` from n generic-table rows (`ros`
-    and `seq_start` accepted and ignored, as every protobuf serializer)."""
-    stamp = arg.stamps(stamp_ns)
-    n = rows.num_rows
-    if stamp.size != n:
-        raise ValueError(f"{stamp.size} stamps for {n} rows")
-    fields = Fields(n)
+    """n protobuf messages of the generated type `struct` from its validated values."""
+    fields = Fields(stamp.size)
     fields.timestamp(1, stamp)
-    fields.string(2, arg.text("frame_id", frame_id))
-    _struct(fields, struct, values_of(struct, table_getter(rows), n))
+    fields.string(2, frame_id)
+    _struct(fields, struct, values)
     return fields.encode()
 
 
-__all__ = ["PROTO_TYPES", "ddl_message", "file_descriptor", "full_name", "schema"]
+__all__ = ["PROTO_TYPES", "encode_values", "file_descriptor", "full_name", "schema"]

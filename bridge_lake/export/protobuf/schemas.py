@@ -1,5 +1,5 @@
-"""Protobuf schemas of the exported messages: which message each ROS type becomes, and the
-FileDescriptorSet an MCAP Schema record (encoding "protobuf") carries for it.
+"""Protobuf schemas of the exported messages: the FileDescriptorSet an MCAP Schema record
+(encoding "protobuf") carries for each (the kinds name the message, `export.kinds`).
 
 Foxglove's schemas come from foxglove_schemas_protobuf. The project's own messages
 (bridge_lake.proto, next to this file, for users to compile) are built here as a
@@ -17,21 +17,6 @@ from google.protobuf import descriptor_pb2, timestamp_pb2
 from google.protobuf.descriptor import FileDescriptor
 
 from bridge_lake.export.messages import arguments as arg
-
-SCHEMA_NAMES = {
-    "sensor_msgs/msg/Imu": "bridge_lake.Imu",
-    "sensor_msgs/msg/NavSatFix": "foxglove.LocationFix",
-    "sensor_msgs/msg/LaserScan": "foxglove.LaserScan",
-    "sensor_msgs/msg/PointCloud2": "foxglove.PointCloud",
-    "sensor_msgs/msg/Image": "foxglove.RawImage",
-    "sensor_msgs/msg/CompressedImage": "foxglove.CompressedImage",
-    "foxglove_msgs/msg/CompressedVideo": "foxglove.CompressedVideo",
-    "can_msgs/msg/Frame": "bridge_lake.CanFrame",
-    "nav_msgs/msg/Odometry": "foxglove.Odometry",
-    "tf2_msgs/msg/TFMessage": "foxglove.FrameTransforms",
-    "bridge_lake_msgs/msg/AdtfSample": "bridge_lake.AdtfSample",
-}
-"""The protobuf message (full name) each ROS message type is exported as."""
 
 FILE_NAME = "bridge_lake.proto"
 """Name of the project's file in descriptors: its path relative to protoc's -I directory."""
@@ -135,6 +120,8 @@ def schema(typename: str) -> tuple[str, bytes]:
     the MCAP Schema record, encoding "protobuf"."""
     package, _, name = arg.text("typename", typename).partition("/")
     full = f"{package}/msg/{name.removeprefix('msg/')}"
+    from bridge_lake.export.kinds import SCHEMA_NAMES  # the kinds import this package
+
     if full not in SCHEMA_NAMES:
         raise ValueError(
             f"typename {typename!r} has no protobuf schema; known: {list(SCHEMA_NAMES)}"

@@ -1,6 +1,8 @@
-"""ROS 1 bags, ROS 2 bags and MCAP files: sniffing and bounded streaming readers.
+"""ROS 1 bags, ROS 2 bags and MCAP files, and the ROS 1 / ROS 2 (CDR) wire, both directions.
 
-`readers.open_recording` opens any of them and yields its messages as they are stored
+`readers.open_recording` opens any recording and yields its messages as they are stored
 (payload bytes, never decoded) with their channel's topic, schema and encodings, reading
-one chunk at a time.
+one chunk at a time. `wire` holds the fixed-size layouts the exports write; `stamps` finds,
+reads and shifts the header stamps inside serialized messages without a typestore (a type's
+layout is known from the definition text the file carries).
 """

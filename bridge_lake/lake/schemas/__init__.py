@@ -27,13 +27,14 @@ from bridge_lake.lake.schemas.normalized import (
     STREAMS,
     WHEEL_ODOMETRY,
 )
-from bridge_lake.lake.schemas.raw import RAW_DRIVES, RAW_MANIFEST
+from bridge_lake.lake.schemas.raw import RAW_DRIVES, RAW_EXPORT_MAPPING, RAW_MANIFEST
 from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
 from bridge_lake.lake.schemas.scenes import SCENES
 
 TABLES: tuple[TableSpec, ...] = (
     RAW_MANIFEST,
     RAW_DRIVES,
+    RAW_EXPORT_MAPPING,
     *NORMALIZED.values(),
     *CALIBRATED.values(),
     *SCENES.values(),
@@ -60,6 +61,7 @@ __all__ = [
     "QUARANTINE",
     "QUARANTINE_RAW_CAP",
     "RAW_DRIVES",
+    "RAW_EXPORT_MAPPING",
     "RAW_MANIFEST",
     "SENSOR_TABLES",
     "STREAMS",

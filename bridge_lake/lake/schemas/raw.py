@@ -52,3 +52,15 @@ RAW_DRIVES = TableSpec(
         ),
     ),
 )
+
+RAW_EXPORT_MAPPING = TableSpec(
+    "raw",
+    "export_mapping",
+    "The drive's own topic mapping (drive.yaml `export_mapping: FILE`) as it landed, captured "
+    "at raw so that exports read it from the lake: one row, none when drive.yaml names none.",
+    (
+        Column("file", pa.string(), "the file drive.yaml names", nullable=False),
+        Column("text", pa.string(), "its content (UTF-8); null when it could not be read"),
+        Column("problem", pa.string(), "why it could not be read; null when it was"),
+    ),
+)

@@ -1,4 +1,6 @@
-"""Wire layouts of ROS 1 and ROS 2 (CDR, little endian) messages as numpy structured dtypes.
+"""Wire layouts of ROS 1 and ROS 2 (CDR, little endian) messages as numpy structured dtypes
+(written by the exports, `bridge_lake.export.kinds`; stamps read back and patched in
+`stamps`).
 
 Within one call every string of a message (frame ids, encodings, field names) is the same for all
 n messages, so the fixed-size stretch of a message has the same length and the same field
@@ -22,7 +24,6 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from bridge_lake.clock import ns_to_ros
-from bridge_lake.export.messages import arguments as arg
 
 ENCAPSULATION_CDR_LE = b"\x00\x01\x00\x00"
 
@@ -33,6 +34,23 @@ F4, F8 = np.dtype("<f4"), np.dtype("<f8")
 TIME_RANGE = {1: (0, 2**32 - 1), 2: (-(2**31), 2**31 - 1)}
 
 
+def ros_version(ros: int) -> int:
+    """1 or 2, else ValueError."""
+    if ros not in (1, 2):
+        raise ValueError(f"ros must be 1 or 2, got {ros!r}")
+    return int(ros)
+
+
+def stamps(stamp_ns: ArrayLike) -> np.ndarray:
+    """int64 ns as a 1-D array; floats are refused (they cannot hold ns since 1970 exactly)."""
+    arr = np.asarray(stamp_ns)
+    if arr.ndim != 1 or not (arr.size == 0 or arr.dtype.kind in "iu"):
+        raise ValueError(f"stamp_ns must be a 1-D integer array, got {arr.dtype} {arr.shape}")
+    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError("stamp_ns has values beyond int64")
+    return arr.astype(np.int64, copy=False)
+
+
 def split_stamps(stamp_ns: ArrayLike, ros: int) -> tuple[np.ndarray, np.ndarray]:
     """(sec, nanosec) of integer ns stamps by integer floor division, so 0 <= nanosec < 1e9
     also before 1970 (-1.7 s is sec -2, nanosec 3e8, as builtin_interfaces/Time specifies).
@@ -40,8 +58,8 @@ def split_stamps(stamp_ns: ArrayLike, ros: int) -> tuple[np.ndarray, np.ndarray]
     Raises ValueError at the first stamp whose seconds do not fit the wire type: int32 for
     ROS 2, uint32 for ROS 1 (so no time before 1970 in ROS 1).
     """
-    stamp_ns = arg.stamps(stamp_ns)
-    ros = arg.ros_version(ros)
+    stamp_ns = stamps(stamp_ns)
+    ros = ros_version(ros)
     sec, nanosec = ns_to_ros(stamp_ns)
     lo, hi = TIME_RANGE[ros]
     bad = np.flatnonzero((sec < lo) | (sec > hi))

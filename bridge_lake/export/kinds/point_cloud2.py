@@ -1,0 +1,334 @@
+"""sensor_msgs/PointCloud2 from normalized/lidar_scans with their points (normalized or
+calibrated lidar_points); protobuf: foxglove.PointCloud.
+
+One unorganized cloud (height 1, width counts[i]) per scan, stamped at the scan start. The
+points of all clouds are packed into one structured array of the point layout
+(`messages.pointcloud`); its bytes, cut at cumsum(counts) * point_step, are the clouds'
+`data`, joined with the per-cloud header prefix and is_dense byte in one call
+(serialized.join), or, for big clouds, written in place cloud by cloud. Little endian,
+row_step = width * point_step, is_dense True unless the cloud has a NaN in x, y or z.
+foxglove.PointCloud carries the same point bytes with pose identity (points in frame_id) and
+point_stride = point_step; it has no is_dense (NaN points are kept) nor height/width.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from foxglove_schemas_protobuf.PackedElementField_pb2 import PackedElementField
+from foxglove_schemas_protobuf.PointCloud_pb2 import PointCloud
+from numpy.typing import ArrayLike
+
+from bridge_lake.clock import NS_PER_S
+from bridge_lake.export.kinds.kind import Codec, Kind
+from bridge_lake.export.messages import arguments as arg
+from bridge_lake.export.messages.pointcloud import (
+    VELODYNE_XYZIRT,
+    XYZI,
+    PointLayout,
+    fill,
+    pack,
+)
+from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
+from bridge_lake.export.protobuf.geometry import IDENTITY
+from bridge_lake.export.protobuf.wire import Fields
+from bridge_lake.export.source import Builder, ExportError, np_column, read_rows
+from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
+from bridge_lake.lake import Lake
+
+POINT_BATCH_POINTS = 1 << 20
+"""Lidar points read per batch: a few revolutions, bounded whatever the drive's length."""
+LAYOUTS = {"xyzirt": VELODYNE_XYZIRT, "xyzi": XYZI}
+"""`options.layout` of a mapping rule."""
+POINT_COLUMNS = ["scan_id", "x", "y", "z", "intensity", "ring", "time_offset_ns"]
+ROS_LIMIT = 2**32
+"""A cloud's data length is a uint32."""
+PROTOBUF_LIMIT = 2**31
+"""Protobuf messages must stay below 2 GiB (its parsers' limit)."""
+NUMERIC_KINDS = {"u": "UINT", "i": "INT", "f": "FLOAT"}
+DIRECT_MIN_CLOUD_BYTES = 64 << 10
+"""From this mean cloud size up, clouds are written straight into the message buffer one by
+one (`_clouds_in_place`); smaller ones are packed together and joined in one Arrow call,
+which has no Python work per cloud."""
+
+
+@dataclass(frozen=True)
+class PointCloudColumns:
+    stamp: np.ndarray
+    frame_id: str
+    layout: PointLayout
+    offsets: np.ndarray
+    """(n + 1) into the flattened points"""
+    values: list[np.ndarray]
+    """one column per field of the layout, converted to its type"""
+
+
+def columns(
+    stamp_ns: ArrayLike,
+    frame_id: str,
+    *,
+    counts: ArrayLike,
+    columns: Mapping[str, ArrayLike],
+    fields: PointLayout = VELODYNE_XYZIRT,
+) -> PointCloudColumns:
+    """`columns[name]` holds the points of all clouds back to back for every field of
+    `fields` (shape (sum(counts),), or (sum(counts), count) for multi-value fields); extra
+    columns are ignored. Values convert to the field's type (floats round to float32;
+    integers must fit)."""
+    if not isinstance(fields, PointLayout):
+        raise ValueError(f"fields must be a PointLayout, got {type(fields).__name__}")
+    stamp = arg.stamps(stamp_ns)
+    offsets = arg.counts("counts", counts, stamp.size)
+    frame_id = arg.text("frame_id", frame_id)
+    total = int(offsets[-1])
+    values = [arg.column(columns, f.name, total, f.dtype, f.count) for f in fields.fields]
+    return PointCloudColumns(stamp, frame_id, fields, offsets, values)
+
+
+def _largest(c: PointCloudColumns, limit: int, what: str) -> None:
+    width = np.diff(c.offsets)
+    if width.size and int(width.max()) * c.layout.point_step >= limit:
+        raise ValueError(f"counts: a cloud of {int(width.max())} points exceeds {what} of data")
+
+
+def ros(c: PointCloudColumns, ros: int, seq_start: int) -> Serialized:
+    _largest(c, ROS_LIMIT, "4 GiB")
+    fields, offsets = c.layout, c.offsets
+    n = c.stamp.size
+    width = np.diff(offsets)
+    step = fields.point_step
+    total = int(offsets[-1])
+
+    prefix = Layout.message(ros)
+    prefix.header(c.frame_id)
+    prefix.constant(U4, 1)  # height
+    prefix.field("width", U4)
+    prefix.constant(U4, len(fields.fields))
+    for f in fields.fields:
+        prefix.string(f.name)
+        prefix.constant(U4, f.offset)
+        prefix.constant(U1, f.datatype)
+        prefix.constant(U4, f.count)
+    prefix.constant(U1, 0)  # is_bigendian
+    prefix.constant(U4, step)
+    prefix.field("row_step", U4)
+    prefix.field("data_length", U4)
+    row_step = width * step
+    head = prefix.fill(
+        n,
+        {
+            **header_values(c.stamp, ros, seq_start),
+            "width": width,
+            "row_step": row_step,
+            "data_length": row_step,
+        },
+    )
+    checked = [
+        v for f, v in zip(fields.fields, c.values, strict=True)
+        if f.name in ("x", "y", "z") and f.dtype.kind == "f" and f.count == 1
+    ]  # fmt: skip
+    if n and total * step >= n * DIRECT_MIN_CLOUD_BYTES:
+        return _clouds_in_place(fields, c.values, checked, offsets, head)
+    points = pack(fields, c.values, total)
+    has_nan = np.zeros(total, bool)
+    for column in checked:
+        has_nan |= np.isnan(column)
+    is_dense = np.ones(n, bool)
+    is_dense[np.searchsorted(offsets, np.flatnonzero(has_nan), side="right") - 1] = False
+    return join(
+        [
+            fixed_part(head),
+            ragged_part(points.view(np.uint8), offsets * step),
+            fixed_part(is_dense.view(np.uint8).reshape(n, 1)),
+        ]
+    )
+
+
+def _clouds_in_place(
+    layout: PointLayout,
+    values: list[np.ndarray],
+    checked: list[np.ndarray],
+    offsets: np.ndarray,
+    head: np.ndarray,
+) -> Serialized:
+    """Large clouds written straight into the output, one cloud at a time: each cloud's
+    points are stored into their place in the message buffer and its NaN test runs on the
+    same slices while they are in cache. Packing all points first and joining the parts
+    after touches every byte twice, more than the per-cloud loop costs for clouds this big."""
+    n, head_size = head.shape
+    step = layout.point_step
+    sizes = head_size + np.diff(offsets) * step + 1  # + is_dense
+    bounds = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    out = np.empty(int(bounds[-1]), np.uint8)
+    out[bounds[:-1, None] + np.arange(head_size)] = head
+    covered = sum(f.size for f in layout.fields) == step
+    for i, (a, b) in enumerate(itertools.pairwise(offsets.tolist())):
+        start = int(bounds[i]) + head_size
+        region = out[start : start + (b - a) * step]
+        if not covered:
+            region[:] = 0
+        fill(region.view(layout.dtype), layout, values, a)
+        out[bounds[i + 1] - 1] = not any(np.isnan(c[a:b]).any() for c in checked)
+    return Serialized(out, bounds)
+
+
+def packed_fields(layout: PointLayout) -> list[PackedElementField]:
+    """The layout's fields as foxglove PackedElementFields. PackedElementField has no count, so
+    a field of count k > 1 becomes k fields "name[0]" .. "name[k-1]" at consecutive offsets."""
+    out = []
+    for f in layout.fields:
+        numeric = PackedElementField.NumericType.Value(
+            f"{NUMERIC_KINDS[f.dtype.kind]}{8 * f.dtype.itemsize}"
+        )
+        names = [f.name] if f.count == 1 else [f"{f.name}[{k}]" for k in range(f.count)]
+        for k, name in enumerate(names):
+            out.append(
+                PackedElementField(name=name, offset=f.offset + k * f.dtype.itemsize, type=numeric)
+            )
+    return out
+
+
+def protobuf(c: PointCloudColumns) -> Serialized:
+    _largest(c, PROTOBUF_LIMIT, "2 GiB")
+    step = c.layout.point_step
+    points = pack(c.layout, c.values, int(c.offsets[-1]))
+    out = Fields(c.stamp.size)
+    out.timestamp(1, c.stamp)
+    out.string(2, c.frame_id)
+    constant = PointCloud(pose=IDENTITY, point_stride=step, fields=packed_fields(c.layout))
+    out.constant(constant.SerializeToString())  # fields 3 .. 5
+    out.binary(6, ragged_part(points.view(np.uint8), c.offsets * step))
+    return out.encode()
+
+
+class ScanPoints:
+    """Points of a scan-id range from a lidar_points partition.
+
+    The footers are read once: each row group's scan-id range (from its statistics) says
+    which row groups a range needs, and only those are read, each part opened per read with
+    its cached footer. A dataset filter would reparse every part's footer for every batch of
+    scans, and part readers kept open hold about a megabyte of buffers each, which over the
+    dozens of parts of a long drive would make memory grow with its length.
+    """
+
+    def __init__(self, lake: Lake, layer: str, drive: str) -> None:
+        self.lake = lake
+        self.paths = lake.partition_files(layer, "lidar_points", drive)
+        if not self.paths:
+            raise ExportError(f"drive {drive} has no {layer}/lidar_points partition")
+        fs = None if lake.is_local else lake.fs
+        self.footers = [pq.read_metadata(p, filesystem=fs) for p in self.paths]
+        self.groups: list[tuple[int, int, int, int]] = []
+        for i, md in enumerate(self.footers):
+            col = md.schema.to_arrow_schema().get_field_index("scan_id")
+            for g in range(md.num_row_groups):
+                stats = md.row_group(g).column(col).statistics
+                if stats is None or not stats.has_min_max:
+                    self.groups.append((i, g, np.iinfo(np.int64).min, np.iinfo(np.int64).max))
+                else:
+                    self.groups.append((i, g, int(stats.min), int(stats.max)))
+
+    def _read_groups(self, i: int, groups: list[int]) -> pa.Table:
+        if self.lake.is_local:
+            f = pq.ParquetFile(self.paths[i], metadata=self.footers[i])
+            return f.read_row_groups(groups, columns=POINT_COLUMNS)
+        with self.lake.fs.open(self.paths[i], "rb") as handle:
+            f = pq.ParquetFile(handle, metadata=self.footers[i])
+            return f.read_row_groups(groups, columns=POINT_COLUMNS)
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        """Rows with lo <= scan_id <= hi. Parts hold scans in id order, so the rows are a
+        contiguous run of the row groups read: cut by binary search, no filter pass."""
+        wanted: dict[int, list[int]] = {}
+        for i, g, mn, mx in self.groups:
+            if mx >= lo and mn <= hi:
+                wanted.setdefault(i, []).append(g)
+        if not wanted:
+            return pa.table({c: [] for c in POINT_COLUMNS})
+        table = pa.concat_tables(self._read_groups(i, g) for i, g in wanted.items())
+        ids = table.column("scan_id").to_numpy()
+        if len(ids) > 1 and np.any(ids[1:] < ids[:-1]):  # not in id order: filter instead
+            keep = (ids >= lo) & (ids <= hi)
+            return table.filter(pa.array(keep))
+        a, b = np.searchsorted(ids, lo, "left"), np.searchsorted(ids, hi, "right")
+        return table.slice(int(a), int(b - a))
+
+
+class PointCloudBuilder(Builder):
+    """lidar_scans rows (one message each, stamped at the scan start) with their points from
+    normalized/lidar_points (sensor frame) or calibrated/lidar_points (base_link), read by
+    scan-id range so row-group statistics skip the rest of the drive."""
+
+    columns = ["time_ns", "scan_id", "point_count"]
+    batch_rows = 16
+
+    def __init__(self, lake, drive, lane, encode, shift_ns=0) -> None:
+        super().__init__(lake, drive, lane, encode, shift_ns)
+        where = lane.rule.options.get("points", "sensor")
+        if where not in ("sensor", "base_link"):
+            raise ExportError(f"{lane.topic}: options.points must be sensor or base_link")
+        self.points = ScanPoints(
+            lake, "calibrated" if where == "base_link" else "normalized", drive
+        )
+        layout = lane.rule.options.get("layout", "xyzirt")
+        if layout not in LAYOUTS:
+            raise ExportError(f"{lane.topic}: options.layout must be one of {list(LAYOUTS)}")
+        self.layout = LAYOUTS[layout]
+
+    def rows(self, windows):
+        for scans in read_rows(self.lake, self.lane, self.drive, self.columns, windows, 1 << 16):
+            counts = np_column(scans, "point_count", np.int64)
+            start = 0
+            while start < scans.num_rows:  # about POINT_BATCH_POINTS points per batch
+                stop = start + 1 + int(np.searchsorted(
+                    np.cumsum(counts[start + 1 :]), POINT_BATCH_POINTS - counts[start]
+                ))  # fmt: skip
+                yield scans.slice(start, stop - start)
+                start = stop
+
+    def columns_of(self, scans: pa.Table) -> PointCloudColumns:
+        ids = scans.column("scan_id").to_numpy()
+        counts = np_column(scans, "point_count", np.int64)
+        pts = self.points.read(int(ids.min()), int(ids.max()))
+        pid = pts.column("scan_id").to_numpy()
+        if len(pid) and np.any(np.diff(pid) < 0):
+            pts = pts.take(np.argsort(pid, kind="stable"))
+            pid = pts.column("scan_id").to_numpy()
+        pos = np.minimum(np.searchsorted(ids, pid), len(ids) - 1)  # ids ascend within a lane
+        keep = ids[pos] == pid  # points of other streams' scans inside the id range
+        if not keep.all():
+            pts, pid, pos = pts.filter(pa.array(keep)), pid[keep], pos[keep]
+        got = np.bincount(pos, minlength=len(ids))
+        if not np.array_equal(got, counts):
+            bad = int(ids[np.flatnonzero(got != counts)[0]])
+            raise ExportError(
+                f"{self.lane.topic}: scan {bad} has a point count that its points do not match"
+            )
+        points = {
+            c: np.asarray(pts.column(c).to_numpy(zero_copy_only=False), np.float32) for c in "xyz"
+        }
+        points["intensity"] = np.nan_to_num(np_column(pts, "intensity", np.float32), nan=0.0)
+        points["ring"] = pts.column("ring").fill_null(0).to_numpy().astype(np.uint16)
+        points["time"] = (
+            pts.column("time_offset_ns").fill_null(0).to_numpy().astype(np.float64) / NS_PER_S
+        ).astype(np.float32)
+        return columns(
+            self.t(scans),
+            self.lane.frame_id,
+            counts=counts,
+            columns={f.name: points[f.name] for f in self.layout.fields},
+            fields=self.layout,
+        )
+
+
+CODEC = Codec(columns, ros, protobuf, "foxglove.PointCloud", "point_cloud2")
+OPTIONS = {"points": str, "layout": str}  # points: sensor | base_link; layout: xyzirt | xyzi
+TYPENAME = "sensor_msgs/msg/PointCloud2"
+TABLES = ("normalized/lidar_scans",)
+KIND = Kind(TYPENAME, TABLES, CODEC, PointCloudBuilder, OPTIONS, faults=("lidar",), prefetch=True)
