@@ -1,0 +1,378 @@
+"""One streaming pass over an MCAP file's records: what is whole, what is damaged, where the
+valid data ends.
+
+The file is read front to back, one top-level record at a time (memory: the largest record,
+never the file). Chunks are decompressed, CRC-checked and their inner records walked to
+count messages per channel and to build their message indexes; summary records are skipped
+(a recovery rebuilds them). The pass stops at the first record that is not whole (the file
+ends inside it) or not a record at all (an unknown opcode, a length past the end): that is
+where the valid data ends, and the bytes after it are what is lost. A chunk cut by the end
+of the file gives up the whole records its complete compressed blocks hold.
+
+A `McapSink` (the recovery writer) receives every piece worth keeping as it is met, so
+scanning and rewriting are the same single pass.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import BinaryIO, Protocol
+
+from mcap.data_stream import ReadDataStream
+from mcap.opcode import Opcode
+from mcap.records import Channel, Schema
+
+from bridge_lake.formats.ros import compression as comp
+from bridge_lake.formats.ros.damage import (
+    CORRUPT,
+    CRC,
+    CUT,
+    INVALID,
+    MAX_RECORD,
+    NO_INDEX,
+    Damage,
+    RosFormatError,
+    ScanReport,
+)
+from bridge_lake.formats.ros.magic import MCAP_MAGIC
+
+_OP_LEN = struct.Struct("<BQ")
+_MSG_HEAD = struct.Struct("<BQHIQ")
+_CHUNK_HEAD = struct.Struct("<QQQII")
+_U64 = struct.Struct("<Q")
+OPCODES = frozenset(int(op) for op in Opcode)
+SUMMARY_OPCODES = frozenset(
+    int(op)
+    for op in (
+        Opcode.CHUNK_INDEX,
+        Opcode.ATTACHMENT_INDEX,
+        Opcode.METADATA_INDEX,
+        Opcode.STATISTICS,
+        Opcode.SUMMARY_OFFSET,
+        Opcode.MESSAGE_INDEX,
+    )
+)
+READ_BUFFER = 1 << 20
+
+
+def _name(op: int) -> str:
+    try:
+        return Opcode(op).name.lower().replace("_", " ")
+    except ValueError:
+        return f"opcode 0x{op:02x}"
+
+
+@dataclass
+class ChunkContent:
+    """What the walk of one chunk's records found."""
+
+    index: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    """channel id -> [(log_time, offset of the message record in the chunk)], file order."""
+    start: int = 0
+    end: int = 0
+    whole: int = 0
+    """Bytes of the content that are whole records."""
+    schemas: list[Schema] = field(default_factory=list)
+    channels: list[Channel] = field(default_factory=list)
+
+    @property
+    def messages(self) -> int:
+        return sum(len(v) for v in self.index.values())
+
+
+class McapSink(Protocol):
+    """Receives what a scan keeps, in file order (implemented by `McapRecoveryWriter`)."""
+
+    def header(self, raw: bytes) -> None: ...
+    def schema(self, schema: Schema, raw: bytes | None) -> None: ...
+    def channel(self, channel: Channel, raw: bytes | None) -> None: ...
+    def chunk(
+        self, head: bytes, body: memoryview, content: ChunkContent, compression: str, size: int
+    ) -> None: ...
+    def records(self, data: bytes, content: ChunkContent, compression: str) -> None: ...
+    def loose_message(self, raw: bytes, channel_id: int, log_time: int) -> None: ...
+    def attachment(self, raw: bytes) -> None: ...
+    def metadata(self, raw: bytes) -> None: ...
+
+
+def walk_records(buf: bytes | memoryview, content: ChunkContent) -> None:
+    """Walk a chunk's (or a cut chunk's prefix) records: message indexes, schemas, channels.
+
+    Stops at the first record that is not whole; `content.whole` says how far it got."""
+    n = len(buf)
+    p = 0
+    index = content.index
+    start = end = None
+    unpack_msg, unpack_head = _MSG_HEAD.unpack_from, _OP_LEN.unpack_from
+    while p + 9 <= n:
+        op, length = unpack_head(buf, p)
+        stop = p + 9 + length
+        if stop > n:
+            break
+        if op == 5 and length >= 22:
+            _, _, cid, _, t = unpack_msg(buf, p)
+            entries = index.get(cid)
+            if entries is None:
+                entries = index[cid] = []
+            entries.append((t, p))
+            if start is None or t < start:
+                start = t
+            if end is None or t > end:
+                end = t
+        elif op == 3:
+            content.schemas.append(Schema.read(ReadDataStream(io.BytesIO(buf[p + 9 : stop]))))
+        elif op == 4:
+            content.channels.append(Channel.read(ReadDataStream(io.BytesIO(buf[p + 9 : stop]))))
+        elif op not in OPCODES and op < 0x80:
+            break  # not a record: the rest of the content is not trusted
+        p = stop
+    content.whole = p
+    content.start, content.end = start or 0, end or 0
+
+
+class McapScanner:
+    """Scans one MCAP file (see the module docstring); `scan()` returns the report."""
+
+    def __init__(self, path: str | os.PathLike[str], sink: McapSink | None = None) -> None:
+        self.path = str(path)
+        self.sink = sink
+        self.size = os.stat(path).st_size
+        self.report = ScanReport(self.path, "mcap", self.size)
+        self.schemas: dict[int, Schema] = {}
+        self.channels: dict[int, Channel] = {}
+        self.chunks = 0
+        self.loose = 0
+
+    def scan(self) -> ScanReport:
+        with open(self.path, "rb", buffering=READ_BUFFER) as f:
+            if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+                raise RosFormatError("not an MCAP file (no magic)", path=self.path, offset=0)
+            self.report.valid_end = len(MCAP_MAGIC)
+            self._records(f, len(MCAP_MAGIC))
+        return self.report
+
+    def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
+        self.report.damages.append(Damage(kind, at, text, chunk))
+
+    def _records(self, f: BinaryIO, pos: int) -> None:
+        report, size = self.report, self.size
+        in_summary = False
+        handlers: dict[int, Callable[[int, bytes], None]] = {
+            Opcode.HEADER: self._header,
+            Opcode.SCHEMA: self._schema,
+            Opcode.CHANNEL: self._channel,
+            Opcode.MESSAGE: self._message,
+            Opcode.ATTACHMENT: self._attachment,
+            Opcode.METADATA: self._metadata,
+        }
+        while True:
+            left = size - pos
+            if left == 0:
+                self._ended(pos, in_summary)
+                return
+            if left < 9:
+                self._cut(pos, f"the file ends inside a record header at offset {pos}", in_summary)
+                return
+            head = f.read(9)
+            op, length = _OP_LEN.unpack(head)
+            if (op not in OPCODES and op < 0x80) or length > MAX_RECORD:
+                self._invalid(pos, f"no valid record at offset {pos} ({_name(op)})", in_summary)
+                return
+            if length > left - 9:
+                if op == Opcode.CHUNK and not in_summary:
+                    self._cut_chunk(f, pos, length)
+                else:
+                    self._cut(
+                        pos,
+                        f"the file ends inside a {_name(op)} record at offset {pos} "
+                        f"({left} of its {9 + length} bytes are there)",
+                        in_summary,
+                    )
+                return
+            if op == Opcode.CHUNK and not in_summary:
+                self._chunk(pos, head, memoryview(f.read(length)))
+            elif op == Opcode.FOOTER:
+                f.seek(length, io.SEEK_CUR)
+                self._footer(f, pos + 9 + length)
+                return
+            elif op in handlers and not in_summary:
+                handlers[op](pos, head + f.read(length))
+            else:
+                if op == Opcode.DATA_END:
+                    in_summary = True
+                f.seek(length, io.SEEK_CUR)  # indexes, statistics, summary: rebuilt on recovery
+            pos += 9 + length
+            report.valid_end = pos
+
+    # -- ends ------------------------------------------------------------------------------
+
+    def _ended(self, pos: int, in_summary: bool) -> None:
+        where = "in its summary" if in_summary else "without a data end or footer"
+        self._damage(
+            NO_INDEX,
+            pos,
+            f"no footer: the file ends {where} after the record ending at {pos}; no index",
+        )
+
+    def _cut(self, pos: int, text: str, in_summary: bool) -> None:
+        if in_summary:
+            self._damage(NO_INDEX, pos, f"{text}, inside the summary: the index is lost")
+        else:
+            self._damage(CUT, pos, f"{text}; no footer, no index")
+
+    def _invalid(self, pos: int, text: str, in_summary: bool) -> None:
+        kind = NO_INDEX if in_summary else INVALID
+        self._damage(kind, pos, f"{text}: the valid data ends there; no footer")
+
+    def _footer(self, f: BinaryIO, pos: int) -> None:
+        tail = f.read(len(MCAP_MAGIC))
+        if tail != MCAP_MAGIC:
+            self._damage(NO_INDEX, pos, f"the footer is not followed by the closing magic at {pos}")
+            return
+        self.report.indexed = True
+        self.report.valid_end = pos + len(MCAP_MAGIC)
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _header(self, pos: int, raw: bytes) -> None:
+        if self.sink:
+            self.sink.header(raw)
+
+    def _schema(self, pos: int, raw: bytes) -> None:
+        schema = Schema.read(ReadDataStream(io.BytesIO(raw[9:])))
+        self._add_schema(schema, raw)
+
+    def _add_schema(self, schema: Schema, raw: bytes | None) -> None:
+        if schema.id not in self.schemas:
+            self.schemas[schema.id] = schema
+            if self.sink:
+                self.sink.schema(schema, raw)
+
+    def _channel(self, pos: int, raw: bytes) -> None:
+        self._add_channel(Channel.read(ReadDataStream(io.BytesIO(raw[9:]))), raw)
+
+    def _add_channel(self, channel: Channel, raw: bytes | None) -> None:
+        if channel.id not in self.channels:
+            self.channels[channel.id] = channel
+            if self.sink:
+                self.sink.channel(channel, raw)
+
+    def _message(self, pos: int, raw: bytes) -> None:
+        _, _, cid, _, t = _MSG_HEAD.unpack_from(raw)
+        self._count({cid: [(t, 0)]}, kept=True)
+        self.loose += 1
+        if self.sink:
+            self.sink.loose_message(raw, cid, t)
+
+    def _attachment(self, pos: int, raw: bytes) -> None:
+        if self.sink:
+            self.sink.attachment(raw)
+
+    def _metadata(self, pos: int, raw: bytes) -> None:
+        if self.sink:
+            self.sink.metadata(raw)
+
+    def _count(self, index: dict[int, list[tuple[int, int]]], *, kept: bool) -> None:
+        for cid, entries in index.items():
+            channel = self.channels.get(cid)
+            topic = channel.topic if channel else f"(channel {cid})"
+            schema = self.schemas.get(channel.schema_id) if channel else None
+            t = self.report.topic(topic, schema.name if schema else "")
+            if kept:
+                t.kept += len(entries)
+                times = [e[0] for e in entries]
+                t.add_times(min(times), max(times))
+            else:
+                t.dropped += len(entries)
+
+    # -- chunks ----------------------------------------------------------------------------
+
+    def _chunk_head(self, body: memoryview, pos: int) -> tuple[int, int, str, int, int] | None:
+        """(uncompressed size, crc, compression, data start, data length) or None."""
+        if len(body) < 32:
+            return None
+        _, _, usize, crc, clen = _CHUNK_HEAD.unpack_from(body)
+        if 32 + clen + 8 > len(body):
+            return None
+        compression = bytes(body[32 : 32 + clen]).decode("utf-8", "replace")
+        (dlen,) = _U64.unpack_from(body, 32 + clen)
+        return usize, crc, compression, 40 + clen, dlen
+
+    def _chunk(self, pos: int, head9: bytes, body: memoryview) -> None:
+        n = self.chunks
+        self.chunks += 1
+        head = self._chunk_head(body, pos)
+        if head is None or head[3] + head[4] != len(body) or not comp.known(head[2]):
+            self._drop(pos, n, CORRUPT, "its header is not a chunk header")
+            return
+        usize, crc, compression, start, _ = head
+        try:
+            data = comp.decompress(compression, body[start:], usize)
+        except comp.DecompressError as exc:
+            self._drop(pos, n, CORRUPT, str(exc))
+            return
+        content = ChunkContent()
+        if len(data) != usize:
+            self._drop(pos, n, CORRUPT, f"it holds {len(data)} bytes, its header says {usize}")
+            return
+        if crc and zlib.crc32(data) != crc:
+            walk_records(data, content)
+            self._drop(pos, n, CRC, "CRC mismatch", content if content.whole == usize else None)
+            return
+        walk_records(data, content)
+        if content.whole != usize:
+            self._drop(pos, n, CORRUPT, f"its records break at byte {content.whole}")
+            return
+        for schema in content.schemas:
+            self._add_schema(schema, None)
+        for channel in content.channels:
+            self._add_channel(channel, None)
+        self._count(content.index, kept=True)
+        self.report.complete_chunks += 1
+        if self.sink:
+            self.sink.chunk(head9, body, content, compression, usize)
+
+    def _drop(
+        self, pos: int, n: int, kind: str, why: str, content: ChunkContent | None = None
+    ) -> None:
+        self.report.dropped_chunks += 1
+        counted = ""
+        if content is not None:
+            self._count(content.index, kept=False)
+            counted = f", {content.messages} messages dropped"
+        else:
+            self.report.unknown_dropped += 1
+        self._damage(kind, pos, f"chunk {n} at offset {pos}: {why}; chunk dropped{counted}", n)
+
+    def _cut_chunk(self, f: BinaryIO, pos: int, length: int) -> None:
+        """The last chunk, cut by the end of the file: keep the whole records its complete
+        compressed blocks hold."""
+        n = self.chunks
+        body = memoryview(f.read(self.size - pos - 9))
+        text = (
+            f"the file ends inside chunk {n} at offset {pos} ({len(body) + 9} of its "
+            f"{length + 9} bytes are there); no footer, no index"
+        )
+        head = self._chunk_head(body, pos)
+        kept = 0
+        if head is not None and comp.known(head[2]):
+            usize, _, compression, start, _ = head
+            data = comp.decompress_prefix(compression, body[start:], usize)
+            content = ChunkContent()
+            walk_records(data, content)
+            for schema in content.schemas:
+                self._add_schema(schema, None)
+            for channel in content.channels:
+                self._add_channel(channel, None)
+            kept = content.messages
+            if kept:
+                self._count(content.index, kept=True)
+                self.report.partial_chunk_messages = kept
+                if self.sink:
+                    self.sink.records(bytes(data[: content.whole]), content, compression)
+        self._damage(CUT, pos, f"{text}; {kept} whole messages of it kept", n)
