@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bridge_lake.errors import FormatError
@@ -163,5 +164,8 @@ MAX_RECORD = 1 << 32
 as invalid data: chunked writers write chunks of a few MB."""
 
 
-def file_size(path: str | os.PathLike[str]) -> int:
-    return os.stat(path).st_size
+def recovered_name(path: str | os.PathLike[str]) -> Path:
+    """Where a recovery of `path` goes by default: beside it, `.recovered` before the suffix
+    (`drive.bag` -> `drive.recovered.bag`; a bag folder `run1` -> `run1.recovered`)."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.recovered{p.suffix}")
