@@ -190,7 +190,9 @@ def recover_dat(
     cat_header, cat_infos = read_catalog(catalog) if catalog is not None else (None, {})
     with _Mapped(path) as m:
         header = _header(m, path, cat_header)
-        report = AdtfRecovery(path, header.version, m.size, header_chunk_count=header.chunk_count)
+        report = AdtfRecovery(
+            path, header.version, m.size, header.data_offset, header_chunk_count=header.chunk_count
+        )
         issues = ifhd.Issues(strict=False)
         try:
             own = _stream_infos(m.view, header, path)
@@ -219,7 +221,6 @@ def recover_dat(
             Path(out).unlink(missing_ok=True)
             raise
         writer.close()
-        report.valid_end = walker.position
         for e in issues.items:
             report.problems.append(f"{type(e).__name__} at offset {e.offset}: {e.reason}")
             if report.cut_offset is None and e.offset is not None:
@@ -268,7 +269,7 @@ def _copy(
         s.first_ns = t * unit if s.first_ns is None else s.first_ns
         s.last_ns = t * unit
         report.chunks += 1
-        walker.position = pos + ((size + 15) & ~15)
+        report.valid_end = pos + size
 
 
 def _declare(
