@@ -27,9 +27,11 @@ def storage_files(folder: Path) -> list[Path]:
     `*.mcap` in it (a crashed recording has no metadata.yaml)."""
     info = read_metadata(folder)
     if info is not None:
-        names = info.get("relative_file_paths") or []
-        files = [folder / n for n in names if (folder / n).is_file() and not Path(n).is_absolute()]
-        files = [f for f in files if f.resolve().parent == folder.resolve()]
+        names = [n for n in info.get("relative_file_paths") or [] if isinstance(n, str)]
+        if names and not any(n.endswith(".mcap") for n in names):
+            return []  # another storage (SQLite): not ours to scan
+        files = [folder / n for n in names if n.endswith(".mcap") and not Path(n).is_absolute()]
+        files = [f for f in files if f.is_file() and f.resolve().parent == folder.resolve()]
         if files:
             return files
     return sorted(p for p in folder.glob("*.mcap") if p.is_file())
