@@ -19,7 +19,9 @@ import io
 import os
 import struct
 import zlib
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
@@ -58,6 +60,11 @@ SUMMARY_OPCODES = frozenset(
     )
 )
 READ_BUFFER = 1 << 20
+WORKERS = 2
+"""Threads inspecting chunks: zstd, lz4 and crc32 release the GIL, so reading, writing and
+two decompressions overlap (measured in benchmarks/bench_recover.py)."""
+IN_FLIGHT = 4
+"""Chunks read but not yet taken: bounds the memory to a few chunks."""
 
 
 def _name(op: int) -> str:
@@ -135,6 +142,52 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent) -> None:
     content.start, content.end = start or 0, end or 0
 
 
+def chunk_head(body: bytes | memoryview) -> tuple[int, int, str, int, int] | None:
+    """A chunk record's (uncompressed size, crc, compression, data start, data length), or
+    None when its body is too short to hold them."""
+    if len(body) < 32:
+        return None
+    _, _, usize, crc, clen = _CHUNK_HEAD.unpack_from(body)
+    if 32 + clen + 8 > len(body):
+        return None
+    compression = bytes(body[32 : 32 + clen]).decode("utf-8", "replace")
+    (dlen,) = _U64.unpack_from(body, 32 + clen)
+    return usize, crc, compression, 40 + clen, dlen
+
+
+@dataclass
+class Inspected:
+    """What `inspect_chunk` found: a damage kind and why, or the chunk's content."""
+
+    damage: str | None
+    why: str = ""
+    content: ChunkContent | None = None
+    compression: str = ""
+    size: int = 0
+
+
+def inspect_chunk(body: memoryview) -> Inspected:
+    """Decompress a whole chunk record's body, check its CRC and walk its records. Touches
+    nothing shared, so chunks are inspected on worker threads."""
+    head = chunk_head(body)
+    if head is None or head[3] + head[4] != len(body) or not comp.known(head[2]):
+        return Inspected(CORRUPT, "its header is not a chunk header")
+    usize, crc, compression, start, _ = head
+    try:
+        data = comp.decompress(compression, body[start:], usize)
+    except comp.DecompressError as exc:
+        return Inspected(CORRUPT, str(exc))
+    if len(data) != usize:
+        return Inspected(CORRUPT, f"it holds {len(data)} bytes, its header says {usize}")
+    content = ChunkContent()
+    walk_records(data, content)
+    if crc and zlib.crc32(data) != crc:
+        return Inspected(CRC, "CRC mismatch", content if content.whole == usize else None)
+    if content.whole != usize:
+        return Inspected(CORRUPT, f"its records break at byte {content.whole}")
+    return Inspected(None, content=content, compression=compression, size=usize)
+
+
 class McapScanner:
     """Scans one MCAP file (see the module docstring); `scan()` returns the report."""
 
@@ -147,13 +200,19 @@ class McapScanner:
         self.channels: dict[int, Channel] = {}
         self.chunks = 0
         self.loose = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[int, int, bytes, memoryview, Future[Inspected]]] = deque()
 
     def scan(self) -> ScanReport:
         with open(self.path, "rb", buffering=READ_BUFFER) as f:
             if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
                 raise RosFormatError("not an MCAP file (no magic)", path=self.path, offset=0)
             self.report.valid_end = len(MCAP_MAGIC)
-            self._records(f, len(MCAP_MAGIC))
+            try:
+                self._records(f, len(MCAP_MAGIC))
+            finally:
+                if self._pool is not None:
+                    self._pool.shutdown(cancel_futures=True)
         return self.report
 
     def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
@@ -172,18 +231,24 @@ class McapScanner:
         }
         while True:
             left = size - pos
-            if left == 0:
-                self._ended(pos, in_summary)
-                return
             if left < 9:
-                self._cut(pos, f"the file ends inside a record header at offset {pos}", in_summary)
+                self._drain(0)
+                if left == 0:
+                    self._ended(pos, in_summary)
+                else:
+                    self._cut(
+                        pos, f"the file ends inside a record header at offset {pos}", in_summary
+                    )
                 return
             head = f.read(9)
             op, length = _OP_LEN.unpack(head)
+            if op != Opcode.CHUNK and op not in SUMMARY_OPCODES:
+                self._drain(0)  # everything else is taken in file order after the chunks
             if (op not in OPCODES and op < 0x80) or length > MAX_RECORD:
                 self._invalid(pos, f"no valid record at offset {pos} ({_name(op)})", in_summary)
                 return
             if length > left - 9:
+                self._drain(0)
                 if op == Opcode.CHUNK and not in_summary:
                     self._cut_chunk(f, pos, length)
                 else:
@@ -292,42 +357,27 @@ class McapScanner:
 
     # -- chunks ----------------------------------------------------------------------------
 
-    def _chunk_head(self, body: memoryview, pos: int) -> tuple[int, int, str, int, int] | None:
-        """(uncompressed size, crc, compression, data start, data length) or None."""
-        if len(body) < 32:
-            return None
-        _, _, usize, crc, clen = _CHUNK_HEAD.unpack_from(body)
-        if 32 + clen + 8 > len(body):
-            return None
-        compression = bytes(body[32 : 32 + clen]).decode("utf-8", "replace")
-        (dlen,) = _U64.unpack_from(body, 32 + clen)
-        return usize, crc, compression, 40 + clen, dlen
-
     def _chunk(self, pos: int, head9: bytes, body: memoryview) -> None:
+        """Hand the chunk to a worker (decompression and CRC release the GIL); its result is
+        taken in file order, at most IN_FLIGHT chunks later."""
         n = self.chunks
         self.chunks += 1
-        head = self._chunk_head(body, pos)
-        if head is None or head[3] + head[4] != len(body) or not comp.known(head[2]):
-            self._drop(pos, n, CORRUPT, "its header is not a chunk header")
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="mcap-scan")
+        self._pending.append((pos, n, head9, body, self._pool.submit(inspect_chunk, body)))
+        self._drain(IN_FLIGHT)
+
+    def _drain(self, keep: int) -> None:
+        while len(self._pending) > keep:
+            pos, n, head9, body, future = self._pending.popleft()
+            self._take(pos, n, head9, body, future.result())
+
+    def _take(self, pos: int, n: int, head9: bytes, body: memoryview, seen: Inspected) -> None:
+        if seen.damage is not None:
+            self._drop(pos, n, seen.damage, seen.why, seen.content)
             return
-        usize, crc, compression, start, _ = head
-        try:
-            data = comp.decompress(compression, body[start:], usize)
-        except comp.DecompressError as exc:
-            self._drop(pos, n, CORRUPT, str(exc))
-            return
-        content = ChunkContent()
-        if len(data) != usize:
-            self._drop(pos, n, CORRUPT, f"it holds {len(data)} bytes, its header says {usize}")
-            return
-        if crc and zlib.crc32(data) != crc:
-            walk_records(data, content)
-            self._drop(pos, n, CRC, "CRC mismatch", content if content.whole == usize else None)
-            return
-        walk_records(data, content)
-        if content.whole != usize:
-            self._drop(pos, n, CORRUPT, f"its records break at byte {content.whole}")
-            return
+        content = seen.content
+        assert content is not None
         for schema in content.schemas:
             self._add_schema(schema, None)
         for channel in content.channels:
@@ -335,7 +385,7 @@ class McapScanner:
         self._count(content.index, kept=True)
         self.report.complete_chunks += 1
         if self.sink:
-            self.sink.chunk(head9, body, content, compression, usize)
+            self.sink.chunk(head9, body, content, seen.compression, seen.size)
 
     def _drop(
         self, pos: int, n: int, kind: str, why: str, content: ChunkContent | None = None
@@ -358,7 +408,7 @@ class McapScanner:
             f"the file ends inside chunk {n} at offset {pos} ({len(body) + 9} of its "
             f"{length + 9} bytes are there); no footer, no index"
         )
-        head = self._chunk_head(body, pos)
+        head = chunk_head(body)
         kept = 0
         if head is not None and comp.known(head[2]):
             usize, _, compression, start, _ = head
