@@ -145,6 +145,21 @@ class _Mapped:
         self.fd.close()
 
 
+def cut_short(path: str | os.PathLike[str]) -> bool:
+    """Whether an ADTF file (IFHD magic, valid header) lacks what a finished recording ends
+    with: its extension table lies past the end of the file, or it has none while chunks
+    follow the header. Reads the header only."""
+    with Path(path).open("rb") as f:
+        head = f.read(ifhd.HEADER_SIZE)
+        size = os.fstat(f.fileno()).st_size
+    try:
+        h = ifhd.parse_header(head, str(path))
+    except HeaderError:
+        return False
+    table_end = h.extension_offset + ifhd.EXTENSION_ENTRY_SIZE * h.extension_count
+    return table_end > size or (h.extension_count == 0 and size > h.data_offset)
+
+
 def read_catalog(
     path: str | os.PathLike[str],
 ) -> tuple[ifhd.FileHeader, dict[int, tuple[str, bytes, int]]]:
