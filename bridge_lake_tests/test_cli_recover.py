@@ -154,3 +154,20 @@ def test_recover_errors_are_one_line(exported, tmp_path, capsys):
     shutil.copy(src, tmp_path / "y.mcap")
     rc, _, _ = run(capsys, "recover", src, existing, "--force")
     assert rc == 0
+
+
+def test_health_of_a_cut_bag_diagnoses_instead_of_failing(exported, tmp_path, capsys):
+    """The issue's first report: a real bag cut at 700 KB was 'cannot be read: Bag index
+    looks damaged'."""
+    src = exported["bag1"]
+    chunks = bag1_chunks(src)
+    at = 700_000
+    torn = next(c for c in chunks if c.start <= at < c.end)
+    cut = tmp_path / "cut.bag"
+    cut.write_bytes(src.read_bytes()[:at])
+    rc, out, err = run(capsys, "health", cut)
+    assert rc == 1 and not err
+    n = chunks.index(torn)
+    assert f"the file ends inside chunk {n} at offset {torn.start}" in out
+    assert f"readable: {n} complete chunks" in out and "cannot be read" not in out
+    assert f"bridge-lake recover {cut} {tmp_path / 'cut.recovered.bag'}" in out
