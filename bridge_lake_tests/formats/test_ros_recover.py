@@ -278,3 +278,105 @@ def test_bag2_intact_folder_recovers_to_the_same_messages(tmp_path):
     assert report.ok
     assert any_messages(tmp_path / "out") == any_messages(src)
     shutil.rmtree(tmp_path / "out")
+
+
+# -- a dropped chunk that held definitions ------------------------------------------------------
+
+
+def _corrupt(src: Path, at: int, dst: Path) -> Path:
+    data = bytearray(src.read_bytes())
+    data[at] ^= 0xFF
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_mcap_crc_error_in_the_chunk_defining_the_channels_of_a_finished_file(tmp_path):
+    """mcap's writer defines each channel in the chunk where it is first used; the summary
+    of a finished file repeats the definitions, so only the damaged chunk is lost."""
+    src = write_mcap(tmp_path / "a.mcap", "none")
+    chunks = mcap_chunks(src)
+    bad = _corrupt(src, chunks[0].end - 50, tmp_path / "bad.mcap")
+    report = recover_mcap(bad, tmp_path / "out.mcap")
+    assert mcap_messages(tmp_path / "out.mcap") == [m for c in chunks[1:] for m in c.messages]
+    (damage,) = report.damages
+    assert damage.kind == CRC and damage.chunk == 0
+
+
+def test_mcap_cut_file_whose_defining_chunk_is_damaged_drops_what_cannot_be_read(tmp_path):
+    src = write_mcap(tmp_path / "a.mcap", "none")
+    chunks = mcap_chunks(src)
+    cut = _cut(src, chunks[5].end, tmp_path / "cut.mcap")
+    bad = _corrupt(cut, chunks[0].end - 50, tmp_path / "bad.mcap")
+    report = recover_mcap(bad, tmp_path / "out.mcap")
+    got = mcap_messages(tmp_path / "out.mcap")  # a valid file: no message on an unknown channel
+    assert got == [] and report.kept == 0
+    assert report.dropped == sum(len(c.messages) for c in chunks[:6])
+    assert [d.kind for d in report.damages[:2]] == [CRC, "corrupt"]
+    assert "defined only in a dropped chunk" in report.damages[1].message
+
+
+def test_bag1_crashed_recording_whose_first_chunk_is_damaged(bags, tmp_path):
+    """rosbags writes connection records in the first chunk only; a crashed bag has no index
+    repeating them, so the messages of later chunks cannot be read: dropped and counted."""
+    src = bags["lz4"]
+    chunks = bag1_chunks(src)
+    data = bytearray(src.read_bytes()[: chunks[3].end])
+    data[chunks[0].data_start : chunks[0].data_start + 4] = b"XXXX"
+    crashed = tmp_path / "crashed.bag"
+    crashed.write_bytes(bytes(data))
+    report = recover_bag1(crashed, tmp_path / "out.bag")
+    assert report.kept == 0 and report.dropped == sum(len(c.messages) for c in chunks[1:4])
+    assert "defined only in a dropped chunk" in report.damages[1].message
+    assert any_messages(tmp_path / "out.bag") == []
+
+
+def test_bag1_finished_bag_takes_connections_from_its_index(bags, tmp_path):
+    src = bags["lz4"]
+    chunks = bag1_chunks(src)
+    data = bytearray(src.read_bytes())
+    data[chunks[0].data_start : chunks[0].data_start + 4] = b"XXXX"
+    bad = tmp_path / "bad.bag"
+    bad.write_bytes(bytes(data))
+    report = recover_bag1(bad, tmp_path / "out.bag")
+    got = Counter((t, ts) for t, ts, _ in any_messages(tmp_path / "out.bag"))
+    assert got == Counter(m for c in chunks[1:] for m in c.messages)
+    assert len(report.damages) == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_files_give_typed_errors_or_valid_files(mcaps, bags, tmp_path, seed):
+    """Random byte changes and deletions: recover raises RosFormatError or writes a file
+    the mcap reader / rosbags read with exactly the messages it reports kept."""
+    import random
+
+    from rosbags.rosbag1 import Reader
+
+    from bridge_lake.formats.ros.damage import RosFormatError
+
+    rng = random.Random(seed)
+    sources = {
+        "mcap": mcaps["zstd"].read_bytes()[:200_000],
+        "bag": bags["lz4"].read_bytes()[:200_000],
+    }
+    for i in range(60):
+        kind = rng.choice(sorted(sources))
+        data = bytearray(sources[kind])
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(data))
+            if rng.random() < 0.7:
+                data[at : at + 4] = rng.randbytes(4)
+            else:
+                del data[at : at + rng.randint(1, 64)]
+        src, out = tmp_path / f"{i}.in.{kind}", tmp_path / f"{i}.out.{kind}"
+        src.write_bytes(bytes(data))
+        try:
+            report = (recover_mcap if kind == "mcap" else recover_bag1)(src, out)
+        except RosFormatError:
+            assert not out.exists()
+            continue
+        if kind == "mcap":
+            n = len(mcap_messages(out))
+        else:
+            with Reader(out) as reader:
+                n = sum(1 for _ in reader.messages())
+        assert n == report.kept, (seed, i)

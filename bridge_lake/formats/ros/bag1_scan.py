@@ -47,6 +47,8 @@ OP_NAMES = {
 _U32 = struct.Struct("<I")
 _TIME = struct.Struct("<II")
 READ_BUFFER = 1 << 20
+CONNECTION_FIELDS = frozenset((b"topic", b"type", b"md5sum", b"message_definition"))
+"""What a connection record's data must hold for rosbag and rosbags to read it."""
 MAX_HEADER = 1 << 16
 """A record header (its name=value fields) longer than this is not one: rosbag's are tens
 of bytes (a connection's topic is the longest field)."""
@@ -115,6 +117,14 @@ class Bag1Sink(Protocol):
 def _connection(buf: bytes | memoryview, p: int, hstart: int, hend: int, stop: int) -> Connection:
     fields = header_fields(buf, hstart, hend)
     data = header_fields(buf, hend + 4, stop)
+    missing = CONNECTION_FIELDS - data.keys()
+    if missing:  # readers need them all: a record without them is not a connection
+        raise BagHeaderError(f"connection record without {b', '.join(sorted(missing))!r}")
+    try:
+        for value in (fields.get(b"topic", b""), *(data[k] for k in CONNECTION_FIELDS)):
+            value.decode()  # rosbag and rosbags read them as UTF-8
+    except UnicodeDecodeError as exc:
+        raise BagHeaderError(f"connection record field is not UTF-8: {exc}") from None
     return Connection(
         _U32.unpack(fields[b"conn"])[0],
         fields[b"topic"].decode("utf-8", "replace"),
@@ -165,6 +175,57 @@ def walk_chunk(buf: bytes | memoryview, content: ChunkContent) -> None:
     content.start, content.end = start, end
 
 
+MAX_INDEX = 64 << 20
+"""An index section larger than this is not read ahead for its connections."""
+
+
+def index_connections(f: BinaryIO, index_pos: int, size: int) -> dict[int, Connection]:
+    """The connection records at a finished bag's `index_pos` (read ahead of the pass);
+    empty when the header points nowhere valid (a crashed recording says 0)."""
+    found: dict[int, Connection] = {}
+    if not 0 < index_pos < size or size - index_pos > MAX_INDEX:
+        return found
+    here = f.tell()
+    f.seek(index_pos)
+    buf = f.read(size - index_pos)
+    f.seek(here)
+    p = 0
+    try:
+        while p + 8 <= len(buf):
+            (hlen,) = _U32.unpack_from(buf, p)
+            hend = p + 4 + hlen
+            if hend + 4 > len(buf):
+                break
+            (dlen,) = _U32.unpack_from(buf, hend)
+            stop = hend + 4 + dlen
+            if stop > len(buf):
+                break
+            if header_fields(buf, p + 4, hend).get(b"op") == bytes([OP_CONNECTION]):
+                conn = _connection(buf, p, p + 4, hend, stop)
+                found.setdefault(conn.conn, conn)
+            p = stop
+    except (BagHeaderError, KeyError, struct.error):
+        pass  # what parsed before the damage is kept
+    return found
+
+
+def without_connections(data: bytes | memoryview, lost: set[int]) -> bytes:
+    """A chunk's records without the messages of the connections in `lost`."""
+    out = bytearray()
+    p, n = 0, len(data)
+    while p + 8 <= n:
+        (hlen,) = _U32.unpack_from(data, p)
+        hend = p + 4 + hlen
+        (dlen,) = _U32.unpack_from(data, hend)
+        stop = hend + 4 + dlen
+        fields = header_fields(data, p + 4, hend)
+        conn = _U32.unpack(fields[b"conn"])[0] if b"conn" in fields else None
+        if not (fields.get(b"op") == bytes([OP_MSGDATA]) and conn in lost):
+            out += data[p:stop]
+        p = stop
+    return bytes(out)
+
+
 class Bag1Scanner:
     """Scans one ROS 1 bag (see the module docstring); `scan()` returns the report."""
 
@@ -174,6 +235,9 @@ class Bag1Scanner:
         self.size = os.stat(path).st_size
         self.report = ScanReport(self.path, "bag1", self.size)
         self.connections: dict[int, Connection] = {}
+        self.spare: dict[int, Connection] = {}
+        """Connections of a finished bag's index, read ahead: a chunk dropped mid-file may
+        hold the only in-chunk record of a connection that later chunks use."""
         self.chunks = 0
         self.index_pos = 0
 
@@ -249,7 +313,8 @@ class Bag1Scanner:
                 self._chunk(pos, fields, record_head, data)
             elif op == OP_BAGHEADER:
                 self.index_pos = struct.unpack("<Q", fields.get(b"index_pos", bytes(8)))[0]
-                f.seek(dlen, os.SEEK_CUR)
+                self.spare = index_connections(f, self.index_pos, size)
+                f.seek(pos + 8 + hlen + dlen)
             elif op == OP_CONNECTION:
                 raw = _U32.pack(hlen) + head + _U32.pack(dlen) + f.read(dlen)
                 try:
@@ -306,10 +371,43 @@ class Bag1Scanner:
         if len(content_bytes) != usize or content.whole != usize:
             self._drop(pos, n, f"its records break at byte {content.whole} of {usize}")
             return
-        self._count(content, kept=True)
         self.report.complete_chunks += 1
-        if self.sink:
+        kept_bytes, kept = self._defined(pos, n, content, content_bytes)
+        self._count(kept, kept=True)
+        if not self.sink:
+            return
+        if kept is content:
             self.sink.chunk(head, data, content)
+        elif kept.index:
+            self.sink.records(kept_bytes, kept, compression)
+
+    def _defined(
+        self, pos: int, n: int, content: ChunkContent, data: bytes | memoryview
+    ) -> tuple[bytes | memoryview, ChunkContent]:
+        """Register a chunk's connections; the chunk as it is, or rebuilt without the
+        messages of connections whose only record went with a dropped chunk (counted as
+        dropped and reported)."""
+        for conn in content.connections:
+            self._add_connection(conn)
+        lost = {c for c in content.index if c not in self.connections and c not in self.spare}
+        for cid in set(content.index) - lost:
+            if cid not in self.connections:
+                self._add_connection(self.spare[cid])
+        if not lost:
+            return data, content
+        gone = ChunkContent({c: e for c, e in content.index.items() if c in lost})
+        self._count(gone, kept=False)
+        self._damage(
+            CORRUPT,
+            pos,
+            f"chunk {n} at offset {pos}: {gone.messages} messages on connections "
+            f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
+            n,
+        )
+        kept_bytes = without_connections(data[: content.whole], lost)
+        rebuilt = ChunkContent()
+        walk_chunk(kept_bytes, rebuilt)
+        return kept_bytes, rebuilt
 
     def _drop(self, pos: int, n: int, why: str) -> None:
         self.report.dropped_chunks += 1
@@ -331,12 +429,13 @@ class Bag1Scanner:
             prefix = comp.decompress_prefix(compression, data, usize)
             content = ChunkContent()
             walk_chunk(prefix, content)
+            whole, content = self._defined(pos, n, content, prefix[: content.whole])
             kept = content.messages
             self._count(content, kept=True)
             if kept:
                 self.report.partial_chunk_messages = kept
                 if self.sink:
-                    self.sink.records(bytes(prefix[: content.whole]), content, compression)
+                    self.sink.records(bytes(whole), content, compression)
         self._damage(
             CUT,
             pos,

@@ -14,13 +14,12 @@ bytes (the layout depends only on the records kept).
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 import zlib
 from pathlib import Path
 
-from mcap.data_stream import ReadDataStream, RecordBuilder
+from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
 from mcap.records import (
     Attachment,
@@ -42,7 +41,12 @@ from mcap.records import (
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import ScanReport
 from bridge_lake.formats.ros.magic import MCAP_MAGIC
-from bridge_lake.formats.ros.mcap_scan import ChunkContent, McapScanner, walk_records
+from bridge_lake.formats.ros.mcap_scan import (
+    ChunkContent,
+    McapScanner,
+    record_bytes,
+    walk_records,
+)
 
 LOOSE_CHUNK_BYTES = 4 << 20
 """Messages found outside chunks are gathered into chunks of about this size."""
@@ -74,12 +78,6 @@ class McapRecoveryWriter:
         self._pos += len(data)
         return at
 
-    @staticmethod
-    def _bytes(record: object) -> bytes:
-        builder = RecordBuilder()
-        record.write(builder)  # type: ignore[attr-defined]
-        return builder.end()
-
     # -- McapSink ----------------------------------------------------------------------------
 
     def header(self, raw: bytes) -> None:
@@ -89,7 +87,7 @@ class McapRecoveryWriter:
 
     def _ensure_header(self) -> None:
         if not self._header_written:  # a file cut before its header record: a neutral one
-            self.header(self._bytes(Header(profile="", library=LIBRARY)))
+            self.header(record_bytes(Header(profile="", library=LIBRARY)))
 
     def schema(self, schema: Schema, raw: bytes | None) -> None:
         self.schemas.setdefault(schema.id, schema)
@@ -129,7 +127,7 @@ class McapRecoveryWriter:
             uncompressed_crc=zlib.crc32(data),
             uncompressed_size=len(data),
         )
-        raw = self._bytes(chunk)
+        raw = record_bytes(chunk)
         start = self._write(raw)
         self._indexes(start, len(raw), content, compression, len(packed), len(data))
 
@@ -146,11 +144,10 @@ class McapRecoveryWriter:
         walk_records(data, content)
         self.records(data, content, "")
 
-    def attachment(self, raw: bytes) -> None:
+    def attachment(self, raw: bytes, a: Attachment) -> None:
         self._flush_loose()
         self._ensure_header()
         at = self._write(raw)
-        a = Attachment.read(ReadDataStream(io.BytesIO(raw[9:])))
         self.attachment_indexes.append(
             AttachmentIndex(
                 offset=at,
@@ -163,11 +160,10 @@ class McapRecoveryWriter:
             )
         )
 
-    def metadata(self, raw: bytes) -> None:
+    def metadata(self, raw: bytes, m: Metadata) -> None:
         self._flush_loose()
         self._ensure_header()
         at = self._write(raw)
-        m = Metadata.read(ReadDataStream(io.BytesIO(raw[9:])))
         self.metadata_indexes.append(MetadataIndex(offset=at, length=len(raw), name=m.name))
 
     # -- indexes -----------------------------------------------------------------------------
@@ -210,7 +206,7 @@ class McapRecoveryWriter:
         """Data end, summary, summary offsets, footer and closing magic (mcap's layout)."""
         self._flush_loose()
         self._ensure_header()
-        self._write(self._bytes(DataEnd(0)))
+        self._write(record_bytes(DataEnd(0)))
         summary_start = self._pos
         builder = RecordBuilder()
         offsets: list[SummaryOffset] = []
@@ -249,7 +245,7 @@ class McapRecoveryWriter:
         crc = zlib.crc32(summary)
         crc = zlib.crc32(struct.pack("<BQQQ", Opcode.FOOTER, 20, summary_start, offset_start), crc)
         self._write(summary)
-        self._write(self._bytes(Footer(summary_start, offset_start, crc)))
+        self._write(record_bytes(Footer(summary_start, offset_start, crc)))
         self._write(MCAP_MAGIC)
         self._f.close()
 

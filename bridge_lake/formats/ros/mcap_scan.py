@@ -23,11 +23,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, TypeVar
 
-from mcap.data_stream import ReadDataStream
+from mcap.data_stream import ReadDataStream, RecordBuilder
+from mcap.exceptions import EndOfFile
 from mcap.opcode import Opcode
-from mcap.records import Channel, Schema
+from mcap.records import Attachment, Channel, Header, McapRecord, Metadata, Schema
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import (
@@ -103,14 +104,16 @@ class McapSink(Protocol):
     ) -> None: ...
     def records(self, data: bytes, content: ChunkContent, compression: str) -> None: ...
     def loose_message(self, raw: bytes, channel_id: int, log_time: int) -> None: ...
-    def attachment(self, raw: bytes) -> None: ...
-    def metadata(self, raw: bytes) -> None: ...
+    def attachment(self, raw: bytes, record: Attachment) -> None: ...
+    def metadata(self, raw: bytes, record: Metadata) -> None: ...
 
 
-def walk_records(buf: bytes | memoryview, content: ChunkContent) -> None:
+def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool = True) -> None:
     """Walk a chunk's (or a cut chunk's prefix) records: message indexes, schemas, channels.
 
-    Stops at the first record that is not whole; `content.whole` says how far it got."""
+    Stops at the first record that is not whole, does not parse, or (`chunk`) does not
+    belong in a chunk; `content.whole` says how far it got. `chunk=False` walks a summary
+    section, whose other records are skipped."""
     n = len(buf)
     p = 0
     index = content.index
@@ -132,14 +135,86 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent) -> None:
             if end is None or t > end:
                 end = t
         elif op == 3:
-            content.schemas.append(Schema.read(ReadDataStream(io.BytesIO(buf[p + 9 : stop]))))
+            schema = parse_record(Schema, buf[p + 9 : stop])
+            if schema is None:
+                break  # a record that does not parse ends the trusted content
+            content.schemas.append(schema)
         elif op == 4:
-            content.channels.append(Channel.read(ReadDataStream(io.BytesIO(buf[p + 9 : stop]))))
-        elif op not in OPCODES and op < 0x80:
-            break  # not a record: the rest of the content is not trusted
+            channel = parse_record(Channel, buf[p + 9 : stop])
+            if channel is None:
+                break
+            content.channels.append(channel)
+        elif chunk or (op not in OPCODES and op < 0x80):
+            break  # a chunk holds schemas, channels, messages only: the rest is not trusted
         p = stop
     content.whole = p
     content.start, content.end = start or 0, end or 0
+
+
+R = TypeVar("R", Header, Schema, Channel, Attachment, Metadata)
+PARSE_ERRORS = (EndOfFile, UnicodeDecodeError, struct.error, ValueError, OverflowError)
+
+
+def parse_record(cls: type[R], body: bytes | memoryview) -> R | None:
+    """A record's fields by the mcap library's own parser, or None when its body does not
+    hold them (cut strings, bytes that are not UTF-8)."""
+    try:
+        return cls.read(ReadDataStream(io.BytesIO(body)))
+    except PARSE_ERRORS:
+        return None
+
+
+def record_bytes(record: McapRecord) -> bytes:
+    """A record serialized by the mcap library's own record classes."""
+    builder = RecordBuilder()
+    record.write(builder)
+    return builder.end()
+
+
+MAX_SUMMARY = 64 << 20
+"""A summary section larger than this is not read ahead (it would hold ~600k chunk indexes)."""
+
+
+def summary_definitions(f: BinaryIO, size: int) -> ChunkContent:
+    """The schemas and channels of a finished file's summary, read from its end before the
+    pass: a chunk dropped mid-file may hold the only definition of a channel that later
+    chunks use. Empty when the file has no valid footer (a cut file) or summary."""
+    found = ChunkContent()
+    tail = 9 + 20 + len(MCAP_MAGIC)
+    if size < len(MCAP_MAGIC) + tail:
+        return found
+    f.seek(size - tail)
+    footer = f.read(tail)
+    op, length = _OP_LEN.unpack_from(footer)
+    if op != Opcode.FOOTER or length != 20 or footer[-len(MCAP_MAGIC) :] != MCAP_MAGIC:
+        return found
+    (start,) = _U64.unpack_from(footer, 9)
+    if not len(MCAP_MAGIC) <= start < size - tail or size - tail - start > MAX_SUMMARY:
+        return found
+    f.seek(start)
+    try:
+        walk_records(f.read(size - tail - start), found, chunk=False)
+    except Exception:  # a summary that does not parse gives no definitions; the pass judges
+        return ChunkContent()
+    return found
+
+
+def without_channels(data: bytes | memoryview, lost: set[int]) -> bytes:
+    """A chunk's records without the messages and channel records of channels in `lost`."""
+    out = bytearray()
+    p, n = 0, len(data)
+    while p + 9 <= n:
+        op, length = _OP_LEN.unpack_from(data, p)
+        stop = p + 9 + length
+        if stop > n:
+            break
+        drop = (op == Opcode.MESSAGE and struct.unpack_from("<H", data, p + 9)[0] in lost) or (
+            op == Opcode.CHANNEL and struct.unpack_from("<H", data, p + 9)[0] in lost
+        )
+        if not drop:
+            out += data[p:stop]
+        p = stop
+    return bytes(out)
 
 
 def chunk_head(body: bytes | memoryview) -> tuple[int, int, str, int, int] | None:
@@ -164,6 +239,8 @@ class Inspected:
     content: ChunkContent | None = None
     compression: str = ""
     size: int = 0
+    data: bytes | memoryview = b""
+    """The decompressed records (to rebuild the chunk when some of its channels are lost)."""
 
 
 def inspect_chunk(body: memoryview) -> Inspected:
@@ -185,7 +262,7 @@ def inspect_chunk(body: memoryview) -> Inspected:
         return Inspected(CRC, "CRC mismatch", content if content.whole == usize else None)
     if content.whole != usize:
         return Inspected(CORRUPT, f"its records break at byte {content.whole}")
-    return Inspected(None, content=content, compression=compression, size=usize)
+    return Inspected(None, content=content, compression=compression, size=usize, data=data)
 
 
 class McapScanner:
@@ -200,6 +277,8 @@ class McapScanner:
         self.channels: dict[int, Channel] = {}
         self.chunks = 0
         self.loose = 0
+        self.spare = ChunkContent()
+        """Definitions from the summary of a finished file (used when a chunk is lost)."""
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[int, int, bytes, memoryview, Future[Inspected]]] = deque()
 
@@ -208,6 +287,8 @@ class McapScanner:
             if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
                 raise RosFormatError("not an MCAP file (no magic)", path=self.path, offset=0)
             self.report.valid_end = len(MCAP_MAGIC)
+            self.spare = summary_definitions(f, self.size)
+            f.seek(len(MCAP_MAGIC))
             try:
                 self._records(f, len(MCAP_MAGIC))
             finally:
@@ -305,12 +386,20 @@ class McapScanner:
     # -- records ---------------------------------------------------------------------------
 
     def _header(self, pos: int, raw: bytes) -> None:
-        if self.sink:
-            self.sink.header(raw)
+        if self._parsed(Header, pos, raw) is not None and self.sink:
+            self.sink.header(raw)  # else the writer's neutral header
+
+    def _parsed(self, cls: type[R], pos: int, raw: bytes) -> R | None:
+        record = parse_record(cls, memoryview(raw)[9:])
+        if record is None:
+            name = cls.__name__.lower()
+            self._damage(CORRUPT, pos, f"{name} record at offset {pos} does not parse; skipped")
+        return record
 
     def _schema(self, pos: int, raw: bytes) -> None:
-        schema = Schema.read(ReadDataStream(io.BytesIO(raw[9:])))
-        self._add_schema(schema, raw)
+        schema = self._parsed(Schema, pos, raw)
+        if schema is not None:
+            self._add_schema(schema, raw)
 
     def _add_schema(self, schema: Schema, raw: bytes | None) -> None:
         if schema.id not in self.schemas:
@@ -319,7 +408,9 @@ class McapScanner:
                 self.sink.schema(schema, raw)
 
     def _channel(self, pos: int, raw: bytes) -> None:
-        self._add_channel(Channel.read(ReadDataStream(io.BytesIO(raw[9:]))), raw)
+        channel = self._parsed(Channel, pos, raw)
+        if channel is not None:
+            self._add_channel(channel, raw)
 
     def _add_channel(self, channel: Channel, raw: bytes | None) -> None:
         if channel.id not in self.channels:
@@ -328,19 +419,33 @@ class McapScanner:
                 self.sink.channel(channel, raw)
 
     def _message(self, pos: int, raw: bytes) -> None:
+        if len(raw) < _MSG_HEAD.size:
+            self._damage(CORRUPT, pos, f"message record at offset {pos} is too short; skipped")
+            return
         _, _, cid, _, t = _MSG_HEAD.unpack_from(raw)
-        self._count({cid: [(t, 0)]}, kept=True)
+        known = cid in self.channels
+        if not known and (c := self.spare_channel(cid)) and self._schema_known(c.schema_id):
+            self._add_channel(c, record_bytes(c))
+            known = True
+        self._count({cid: [(t, 0)]}, kept=known)
+        if not known:
+            self._damage(
+                CORRUPT, pos, f"message at offset {pos} on undefined channel {cid}; dropped"
+            )
+            return
         self.loose += 1
         if self.sink:
             self.sink.loose_message(raw, cid, t)
 
     def _attachment(self, pos: int, raw: bytes) -> None:
-        if self.sink:
-            self.sink.attachment(raw)
+        record = self._parsed(Attachment, pos, raw)
+        if self.sink and record is not None:
+            self.sink.attachment(raw, record)
 
     def _metadata(self, pos: int, raw: bytes) -> None:
-        if self.sink:
-            self.sink.metadata(raw)
+        record = self._parsed(Metadata, pos, raw)
+        if self.sink and record is not None:
+            self.sink.metadata(raw, record)
 
     def _count(self, index: dict[int, list[tuple[int, int]]], *, kept: bool) -> None:
         for cid, entries in index.items():
@@ -378,14 +483,69 @@ class McapScanner:
             return
         content = seen.content
         assert content is not None
+        self.report.complete_chunks += 1
+        data, kept = self._defined(pos, n, content, seen.data)
+        self._count(kept.index, kept=True)
+        if not self.sink:
+            return
+        if kept is content:
+            self.sink.chunk(head9, body, content, seen.compression, seen.size)
+        elif kept.index:
+            self.sink.records(data, kept, seen.compression)
+
+    def _defined(
+        self, pos: int, n: int, content: ChunkContent, data: bytes | memoryview
+    ) -> tuple[bytes | memoryview, ChunkContent]:
+        """Register a chunk's schemas and channels; the chunk as it is, or rebuilt without
+        the messages of channels whose definition went with a dropped chunk (counted as
+        dropped and reported)."""
         for schema in content.schemas:
             self._add_schema(schema, None)
+        lost = self._undefined(content)
         for channel in content.channels:
-            self._add_channel(channel, None)
-        self._count(content.index, kept=True)
-        self.report.complete_chunks += 1
-        if self.sink:
-            self.sink.chunk(head9, body, content, seen.compression, seen.size)
+            if channel.id not in lost:
+                self._add_channel(channel, None)
+        if not lost:
+            return data, content
+        gone = {cid: entries for cid, entries in content.index.items() if cid in lost}
+        self._count(gone, kept=False)
+        count = sum(len(v) for v in gone.values())
+        self._damage(
+            CORRUPT,
+            pos,
+            f"chunk {n} at offset {pos}: {count} messages on channels "
+            f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
+            n,
+        )
+        rebuilt_data = without_channels(data[: content.whole], lost)
+        rebuilt = ChunkContent()
+        walk_records(rebuilt_data, rebuilt)
+        return rebuilt_data, rebuilt
+
+    def _undefined(self, content: ChunkContent) -> set[int]:
+        """Channels used or defined in a chunk whose definition (or schema) is nowhere: not
+        in an earlier record, not in the chunk, not in the summary. A definition found only
+        in the summary is written before the chunk."""
+        inner = {c.id: c for c in content.channels}
+        lost = set()
+        for cid in set(content.index) | set(inner):
+            channel = self.channels.get(cid) or inner.get(cid) or self.spare_channel(cid)
+            if channel is None or not self._schema_known(channel.schema_id):
+                lost.add(cid)
+            elif cid not in self.channels and cid not in inner:
+                self._add_channel(channel, record_bytes(channel))
+        return lost
+
+    def spare_channel(self, cid: int) -> Channel | None:
+        return next((c for c in self.spare.channels if c.id == cid), None)
+
+    def _schema_known(self, sid: int) -> bool:
+        if sid == 0 or sid in self.schemas:
+            return True
+        schema = next((s for s in self.spare.schemas if s.id == sid), None)
+        if schema is not None:
+            self._add_schema(schema, record_bytes(schema))
+        return schema is not None
 
     def _drop(
         self, pos: int, n: int, kind: str, why: str, content: ChunkContent | None = None
@@ -415,14 +575,11 @@ class McapScanner:
             data = comp.decompress_prefix(compression, body[start:], usize)
             content = ChunkContent()
             walk_records(data, content)
-            for schema in content.schemas:
-                self._add_schema(schema, None)
-            for channel in content.channels:
-                self._add_channel(channel, None)
+            data, content = self._defined(pos, n, content, data[: content.whole])
             kept = content.messages
             if kept:
                 self._count(content.index, kept=True)
                 self.report.partial_chunk_messages = kept
                 if self.sink:
-                    self.sink.records(bytes(data[: content.whole]), content, compression)
+                    self.sink.records(bytes(data), content, compression)
         self._damage(CUT, pos, f"{text}; {kept} whole messages of it kept", n)
