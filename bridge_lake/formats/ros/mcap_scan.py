@@ -64,7 +64,7 @@ READ_BUFFER = 1 << 20
 WORKERS = 2
 """Threads inspecting chunks: zstd, lz4 and crc32 release the GIL, so reading, writing and
 two decompressions overlap (measured in benchmarks/bench_recover.py)."""
-IN_FLIGHT = 4
+IN_FLIGHT = 3
 """Chunks read but not yet taken: bounds the memory to a few chunks."""
 
 
@@ -217,6 +217,11 @@ def without_channels(data: bytes | memoryview, lost: set[int]) -> bytes:
     return bytes(out)
 
 
+def _records_of(body: memoryview, seen: Inspected) -> bytes | memoryview:
+    """A whole chunk's records again (only when it must be rebuilt: memory stays one chunk)."""
+    return comp.decompress(seen.compression, body[seen.start :], seen.size)
+
+
 def chunk_head(body: bytes | memoryview) -> tuple[int, int, str, int, int] | None:
     """A chunk record's (uncompressed size, crc, compression, data start, data length), or
     None when its body is too short to hold them."""
@@ -239,8 +244,8 @@ class Inspected:
     content: ChunkContent | None = None
     compression: str = ""
     size: int = 0
-    data: bytes | memoryview = b""
-    """The decompressed records (to rebuild the chunk when some of its channels are lost)."""
+    start: int = 0
+    """Where the compressed records start in the chunk record's body."""
 
 
 def inspect_chunk(body: memoryview) -> Inspected:
@@ -262,7 +267,7 @@ def inspect_chunk(body: memoryview) -> Inspected:
         return Inspected(CRC, "CRC mismatch", content if content.whole == usize else None)
     if content.whole != usize:
         return Inspected(CORRUPT, f"its records break at byte {content.whole}")
-    return Inspected(None, content=content, compression=compression, size=usize, data=data)
+    return Inspected(None, content=content, compression=compression, size=usize, start=start)
 
 
 class McapScanner:
@@ -484,7 +489,7 @@ class McapScanner:
         content = seen.content
         assert content is not None
         self.report.complete_chunks += 1
-        data, kept = self._defined(pos, n, content, seen.data)
+        data, kept = self._defined(pos, n, content, lambda: _records_of(body, seen))
         self._count(kept.index, kept=True)
         if not self.sink:
             return
@@ -494,7 +499,7 @@ class McapScanner:
             self.sink.records(data, kept, seen.compression)
 
     def _defined(
-        self, pos: int, n: int, content: ChunkContent, data: bytes | memoryview
+        self, pos: int, n: int, content: ChunkContent, records: Callable[[], bytes | memoryview]
     ) -> tuple[bytes | memoryview, ChunkContent]:
         """Register a chunk's schemas and channels; the chunk as it is, or rebuilt without
         the messages of channels whose definition went with a dropped chunk (counted as
@@ -506,7 +511,7 @@ class McapScanner:
             if channel.id not in lost:
                 self._add_channel(channel, None)
         if not lost:
-            return data, content
+            return b"", content
         gone = {cid: entries for cid, entries in content.index.items() if cid in lost}
         self._count(gone, kept=False)
         count = sum(len(v) for v in gone.values())
@@ -517,7 +522,7 @@ class McapScanner:
             f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
             n,
         )
-        rebuilt_data = without_channels(data[: content.whole], lost)
+        rebuilt_data = without_channels(records()[: content.whole], lost)
         rebuilt = ChunkContent()
         walk_records(rebuilt_data, rebuilt)
         return rebuilt_data, rebuilt
@@ -572,10 +577,12 @@ class McapScanner:
         kept = 0
         if head is not None and comp.known(head[2]):
             usize, _, compression, start, _ = head
-            data = comp.decompress_prefix(compression, body[start:], usize)
-            content = ChunkContent()
-            walk_records(data, content)
-            data, content = self._defined(pos, n, content, data[: content.whole])
+            prefix = comp.decompress_prefix(compression, body[start:], usize)
+            found = ChunkContent()
+            walk_records(prefix, found)
+            whole = prefix[: found.whole]
+            rebuilt, content = self._defined(pos, n, found, lambda: whole)
+            data = whole if content is found else rebuilt
             kept = content.messages
             if kept:
                 self._count(content.index, kept=True)
