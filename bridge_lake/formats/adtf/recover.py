@@ -25,6 +25,7 @@ gives the version.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import shutil
@@ -139,9 +140,12 @@ class _Mapped:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.view.release()
-        if self.map is not None:
-            self.map.close()
+        # views still held (an error's traceback keeps its frames' slices) keep the map
+        # alive until they go; it closes with them, as DatFile.close does
+        with contextlib.suppress(BufferError):
+            self.view.release()
+            if self.map is not None:
+                self.map.close()
         self.fd.close()
 
 
@@ -261,30 +265,40 @@ def _copy(
     unit = walker.header.time_unit_ns
     streams = report.streams
     ns = walker.header.version >= 0x0500
+    skipped: dict[str, list[int]] = {}  # why -> offsets of the chunks not copied
     for sid in sorted(own):  # every stream of an intact index, those without chunks too
-        streams[sid] = _declare(writer, sid, own, catalog, names)
+        if 0 < sid <= ifhd.MAX_STREAM_ID:
+            streams[sid] = _declare(writer, sid, own, catalog, names)
     for pos, t, _, size, sid, flags, _ in walker:
+        if not 0 < sid <= ifhd.MAX_STREAM_ID:
+            skipped.setdefault(f"stream id outside 1..{ifhd.MAX_STREAM_ID}", []).append(pos)
+            continue
         s = streams.get(sid)
         if s is None:
             s = streams[sid] = _declare(writer, sid, own, catalog, names)
         body = buf[pos + ifhd.CHUNK_HEADER_SIZE : pos + size]
-        if flags & ifhd.FLAG_TRIGGER:
-            s.triggers += 1
-        elif flags & ifhd.FLAG_TYPE:
-            s.types += 1
-            if s.source == NONE and walker.header.version >= 0x0400:
-                _describe_from_type(writer, s, body, ns, walker.path, pos)
-        else:
-            s.samples += 1
+        is_type = bool(flags & ifhd.FLAG_TYPE) and not flags & ifhd.FLAG_TRIGGER
+        if is_type and s.source == NONE and walker.header.version >= 0x0400:
+            _describe_from_type(writer, s, body, ns, walker.path, pos)
         try:
             writer.write_chunk(sid, t * unit, flags, body)
-        except ValueError as exc:  # time going back in an indexed file: keep reading
-            report.problems.append(f"chunk at offset {pos} not copied: {exc}")
+        except ValueError:  # an indexed file whose chunk times go back
+            skipped.setdefault("its time goes back", []).append(pos)
             continue
+        if flags & ifhd.FLAG_TRIGGER:
+            s.triggers += 1
+        elif is_type:
+            s.types += 1
+        else:
+            s.samples += 1
         s.first_ns = t * unit if s.first_ns is None else s.first_ns
         s.last_ns = t * unit
         report.chunks += 1
         report.valid_end = pos + size
+    for why, offsets in skipped.items():
+        report.problems.append(
+            f"{len(offsets)} chunks not copied: {why} (first at offset {offsets[0]})"
+        )
 
 
 def _declare(
@@ -297,13 +311,23 @@ def _declare(
     for source, infos in ((INDEX, own), (CATALOG, catalog)):
         if sid in infos:
             name, info, count = infos[sid]
-            writer.describe_stream(sid, name, info)
-            return StreamRecovery(sid, name, source, expected=count if source == INDEX else None)
-    if sid in names:
-        writer.describe_stream(sid, names[sid], b"")
+            if _described(writer, sid, name, info):
+                return StreamRecovery(
+                    sid, name, source, expected=count if source == INDEX else None
+                )
+    if sid in names and _described(writer, sid, names[sid], b""):
         return StreamRecovery(sid, names[sid], GIVEN)
     writer.describe_stream(sid, f"stream{sid}", b"")
     return StreamRecovery(sid, f"stream{sid}", NONE)
+
+
+def _described(writer: DatWriter, sid: int, name: str, info: bytes) -> bool:
+    """Describe the stream, unless its name does not fit the 228-byte Latin-1 field."""
+    try:
+        writer.describe_stream(sid, name, info)
+    except (ValueError, UnicodeEncodeError):
+        return False
+    return True
 
 
 def _describe_from_type(

@@ -155,13 +155,30 @@ R = TypeVar("R", Header, Schema, Channel, Attachment, Metadata)
 PARSE_ERRORS = (EndOfFile, UnicodeDecodeError, struct.error, ValueError, OverflowError)
 
 
+class _Exact(io.BytesIO):
+    """A record body whose `read(n)` gives n bytes or fails: the mcap library reads a
+    string's length and then that many bytes, and a short read would pass unnoticed (the
+    record would parse here and break the readers of the recovered file)."""
+
+    def read(self, n: int | None = -1) -> bytes:
+        data = super().read(n)
+        if n is not None and n >= 0 and len(data) < n:
+            raise EndOfFile()
+        return data
+
+
 def parse_record(cls: type[R], body: bytes | memoryview) -> R | None:
     """A record's fields by the mcap library's own parser, or None when its body does not
-    hold them (cut strings, bytes that are not UTF-8)."""
+    hold exactly them (lengths past its end, bytes left over, text that is not UTF-8).
+    Left-over bytes are legal MCAP, but the mcap library's chunk reader ignores a schema's
+    or channel's record length and would read the next record from them: a recovered file
+    must read back with it."""
+    stream = ReadDataStream(_Exact(body))
     try:
-        return cls.read(ReadDataStream(io.BytesIO(body)))
+        record = cls.read(stream)
     except PARSE_ERRORS:
         return None
+    return record if stream.count == len(body) else None
 
 
 def record_bytes(record: McapRecord) -> bytes:
@@ -414,8 +431,17 @@ class McapScanner:
 
     def _channel(self, pos: int, raw: bytes) -> None:
         channel = self._parsed(Channel, pos, raw)
-        if channel is not None:
-            self._add_channel(channel, raw)
+        if channel is None:
+            return
+        if not self._schema_known(channel.schema_id):
+            self._damage(
+                CORRUPT,
+                pos,
+                f"channel {channel.id} at offset {pos} names schema {channel.schema_id}, "
+                "which no record defines; skipped with its messages",
+            )
+            return
+        self._add_channel(channel, raw)
 
     def _add_channel(self, channel: Channel, raw: bytes | None) -> None:
         if channel.id not in self.channels:
