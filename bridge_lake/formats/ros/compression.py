@@ -24,20 +24,72 @@ def known(compression: str) -> bool:
     return compression in NONE or compression in ("zstd", "lz4", "bz2")
 
 
+MAX_CONTENT = 1 << 30
+"""Largest chunk content we decompress (writers' chunks are a few MB): a header claiming
+more is damage, not an allocation."""
+
+
 def decompress(compression: str, data: bytes | memoryview, size: int) -> bytes | memoryview:
-    """A whole chunk's content; `size` is the uncompressed size its header states."""
+    """A whole chunk's content; `size` is the uncompressed size its header states. The
+    output never grows past `size` (a lying header cannot become an allocation)."""
+    if size > MAX_CONTENT:
+        raise DecompressError(f"its header claims {size} bytes of content")
     try:
         if compression in NONE:
             return data
         if compression == "zstd":
-            return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
-        if compression == "lz4":
-            return lz4.frame.decompress(data)
-        if compression == "bz2":
-            return bz2.decompress(data)
+            return _zstd(data, size)
+        if compression in ("lz4", "bz2"):
+            dec = (
+                lz4.frame.LZ4FrameDecompressor() if compression == "lz4" else bz2.BZ2Decompressor()
+            )
+            out = dec.decompress(bytes(data), max_length=size + 1)
+            if not dec.eof:  # the readers decompress whole frames and fail on this
+                raise DecompressError(f"{compression} frame is incomplete")
+            return out
+    except DecompressError:
+        raise
     except (zstandard.ZstdError, RuntimeError, OSError, ValueError, EOFError) as exc:
         raise DecompressError(f"{compression} data does not decompress: {exc}") from None
     raise DecompressError(f"unknown compression {compression!r}")
+
+
+def _zstd(data: bytes | memoryview, size: int) -> bytes:
+    """One zstd frame (as MCAP writers write them): its own content size must be the
+    chunk's; without one, streamed up to `size`."""
+    frame = zstandard.frame_content_size(data)
+    if frame >= 0:
+        if frame != size:
+            raise DecompressError(f"zstd frame holds {frame} bytes, the chunk header says {size}")
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    out = _zstd_stream(data, size + 1, dobj)  # a longer output is caught by the caller
+    if not dobj.eof:
+        raise DecompressError("zstd frame is incomplete")
+    return out
+
+
+def _zstd_stream(
+    data: bytes | memoryview, limit: int, dobj: zstandard.ZstdDecompressionObj | None = None
+) -> bytes:
+    """Up to about `limit` bytes of a zstd stream, as far as it decodes (a cut frame gives
+    everything before the cut). Input goes in small pieces, so a frame that expands wildly
+    (RLE blocks) stops within one piece's worth past the limit."""
+    out = bytearray()
+    dobj = dobj or zstandard.ZstdDecompressor().decompressobj()
+    view = memoryview(data)
+    try:
+        for at in range(0, len(view), STEP):
+            out += dobj.decompress(view[at : at + STEP])
+            if len(out) >= limit:
+                break
+    except zstandard.ZstdError:
+        pass  # the stream breaks here: keep what came before
+    return bytes(out[:limit])
+
+
+STEP = 1 << 10
+"""Compressed bytes fed at a time: 1 KB expands to at most ~32 MB (RLE blocks)."""
 
 
 def decompress_prefix(compression: str, data: bytes | memoryview, size: int) -> bytes:
@@ -47,7 +99,7 @@ def decompress_prefix(compression: str, data: bytes | memoryview, size: int) -> 
         if compression in NONE:
             return bytes(data[:size])
         if compression == "zstd":
-            out = zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+            out = _zstd_stream(data, size)
         elif compression == "lz4":
             out = lz4.frame.LZ4FrameDecompressor().decompress(bytes(data), max_length=size)
         elif compression == "bz2":
