@@ -38,6 +38,9 @@ from bridge_lake.formats.adtf.errors import AdtfError, ExtensionError, HeaderErr
 from bridge_lake.formats.adtf.samples import SERIALIZER_COPY, SERIALIZER_COPY_NS, read_string
 from bridge_lake.formats.adtf.writer import WRITABLE_VERSIONS, DatWriter
 
+DESCRIPTION_CHARS = 1911
+"""The header's description field holds 1912 bytes with its NUL (spec §2); a damaged
+header's may fill all of them."""
 INDEX = "index"
 CATALOG = "catalog"
 GIVEN = "names"
@@ -230,7 +233,7 @@ def recover_dat(
         writer = DatWriter(
             out,
             version=version,
-            description=header.description,
+            description=header.description[:DESCRIPTION_CHARS],
             file_time=header.file_time,
         )
         try:
