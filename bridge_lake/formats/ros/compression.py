@@ -14,6 +14,14 @@ import lz4.frame
 import zstandard
 
 NONE = ("", "none")
+ONE_SHOT_RATIO = 64
+"""A zstd chunk whose content is at most this many times its compressed size (plus
+OUT_STEP) is decompressed in one call into a buffer of its stated size; beyond, streamed."""
+OUT_STEP = 8 << 20
+"""Output asked of lz4 / bz2 at a time: they allocate what `max_length` allows up front, so
+a size claimed by a damaged header is never asked for in one go."""
+STEP = 1 << 10
+"""Compressed bytes fed at a time: 1 KB expands to at most ~32 MB (RLE blocks)."""
 
 
 class DecompressError(ValueError):
@@ -40,10 +48,8 @@ def decompress(compression: str, data: bytes | memoryview, size: int) -> bytes |
         if compression == "zstd":
             return _zstd(data, size)
         if compression in ("lz4", "bz2"):
-            dec = (
-                lz4.frame.LZ4FrameDecompressor() if compression == "lz4" else bz2.BZ2Decompressor()
-            )
-            out = dec.decompress(bytes(data), max_length=size + 1)
+            dec = _frame_decompressor(compression)
+            out = _stepped(dec, data, size + 1)
             if not dec.eof:  # the readers decompress whole frames and fail on this
                 raise DecompressError(f"{compression} frame is incomplete")
             return out
@@ -58,10 +64,12 @@ def _zstd(data: bytes | memoryview, size: int) -> bytes:
     """One zstd frame (as MCAP writers write them): its own content size must be the
     chunk's; without one, streamed up to `size`."""
     frame = zstandard.frame_content_size(data)
-    if frame >= 0:
-        if frame != size:
-            raise DecompressError(f"zstd frame holds {frame} bytes, the chunk header says {size}")
+    if frame >= 0 and frame != size:
+        raise DecompressError(f"zstd frame holds {frame} bytes, the chunk header says {size}")
+    if frame >= 0 and size <= ONE_SHOT_RATIO * len(data) + OUT_STEP:
         return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+    # no size in the frame, or one far beyond what the data can plausibly hold: streamed,
+    # so memory follows what really comes out
     dobj = zstandard.ZstdDecompressor().decompressobj()
     out = _zstd_stream(data, size + 1, dobj)  # a longer output is caught by the caller
     if not dobj.eof:
@@ -88,10 +96,6 @@ def _zstd_stream(
     return bytes(out[:limit])
 
 
-STEP = 1 << 10
-"""Compressed bytes fed at a time: 1 KB expands to at most ~32 MB (RLE blocks)."""
-
-
 def decompress_prefix(compression: str, data: bytes | memoryview, size: int) -> bytes:
     """As much of a cut chunk's content as its complete compressed blocks give (at most
     `size` bytes); b"" when nothing decompresses."""
@@ -100,15 +104,41 @@ def decompress_prefix(compression: str, data: bytes | memoryview, size: int) -> 
             return bytes(data[:size])
         if compression == "zstd":
             out = _zstd_stream(data, size)
-        elif compression == "lz4":
-            out = lz4.frame.LZ4FrameDecompressor().decompress(bytes(data), max_length=size)
-        elif compression == "bz2":
-            out = bz2.BZ2Decompressor().decompress(bytes(data), max_length=size)
+        elif compression in ("lz4", "bz2"):
+            out = _stepped(_frame_decompressor(compression), data, size, partial=True)
         else:
             return b""
     except (zstandard.ZstdError, RuntimeError, OSError, ValueError, EOFError):
         return b""
     return out[:size]
+
+
+def _frame_decompressor(compression: str) -> lz4.frame.LZ4FrameDecompressor | bz2.BZ2Decompressor:
+    return lz4.frame.LZ4FrameDecompressor() if compression == "lz4" else bz2.BZ2Decompressor()
+
+
+def _stepped(
+    dec: lz4.frame.LZ4FrameDecompressor | bz2.BZ2Decompressor,
+    data: bytes | memoryview,
+    limit: int,
+    *,
+    partial: bool = False,
+) -> bytes:
+    """Up to `limit` bytes from an lz4 / bz2 decompressor, OUT_STEP at a time. `partial`:
+    a cut frame; what decompressed before the error is kept."""
+    out = bytearray()
+    feed = bytes(data)
+    try:
+        while len(out) < limit and not dec.eof:
+            piece = dec.decompress(feed, max_length=min(OUT_STEP, limit - len(out)))
+            feed = b""
+            out += piece
+            if not piece and dec.needs_input:
+                break
+    except (RuntimeError, OSError, EOFError):
+        if not partial:
+            raise
+    return bytes(out)
 
 
 def compress(compression: str, data: bytes) -> bytes:
