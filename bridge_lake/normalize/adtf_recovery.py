@@ -8,7 +8,8 @@ recorder, same configuration, same stream ids) or, failing that, from the record
 ADTF 3 type chunks. The copy is stored in the lake's raw layer beside the tables
 (`paths.recovered_dir`: `raw/_recovered/drive=<id>/<path in the drive>`), never over the
 landing file, and normalized in its place under the landing file's name. What was lost (the
-bytes after the last complete chunk) is a quarantine row with the cut offset, and a WARN in
+bytes after the last complete chunk) is the file's quarantine row (`DriveSink.quarantine_file`,
+kind `recovered`) with the cut offset, which the `files` check (WARN) names, and a WARN in
 the log names the file, the offset and the loss.
 
 `recover_cut_recordings` is the one hook; `normalize_adtf` calls it on its file list.
@@ -23,13 +24,13 @@ from pathlib import Path
 from bridge_lake.formats.adtf.errors import AdtfError
 from bridge_lake.formats.adtf.recover import AdtfRecovery, cut_short, recover_dat
 from bridge_lake.lake import paths
-from bridge_lake.lake.schemas.normalized import QUARANTINE
-from bridge_lake.normalize.sink import DriveSink, StreamInfo
+from bridge_lake.normalize.sink import FILE_PREFIX, DriveSink
 
 log = logging.getLogger(__name__)
 
-QUARANTINE_TABLE = QUARANTINE.name
-SOURCE_TYPE = "file:recovered"
+RECOVERED = "recovered"
+SOURCE_TYPE = FILE_PREFIX + RECOVERED
+"""The quarantine row of a recovered recording (the `files` check names it)."""
 
 
 def recover_cut_recordings(
@@ -81,14 +82,4 @@ def _record(
         + f"; recovered copy {target}"
     )
     log.warning("%s: %s", rel, text)
-    name = f"{rel}#recovered"
-    sink.declare(StreamInfo(name, QUARANTINE_TABLE, rel, SOURCE_TYPE))
-    sink.read(name, QUARANTINE_TABLE, 1)
-    sink.quarantine(
-        name,
-        QUARANTINE_TABLE,
-        source_file=rel,
-        reasons=[text],
-        byte_offset=[at],
-        byte_length=[report.lost_bytes],
-    )
+    sink.quarantine_file(rel, RECOVERED, text, size=report.lost_bytes, offset=at)

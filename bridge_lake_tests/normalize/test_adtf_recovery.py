@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from bridge_lake.lake import Lake, paths
 from bridge_lake.normalize.adtf import normalize_adtf
 from bridge_lake.normalize.adtf_recovery import SOURCE_TYPE
+from bridge_lake.normalize.quality import files_finding
 from bridge_lake.normalize.sink import DriveSink
 from bridge_lake.synth.adtf import write_adtf_drive
 from bridge_lake_tests.formats.test_adtf_recover import chunk_ends, vendor
@@ -56,9 +57,13 @@ def test_cut_recording_lands_under_its_real_stream_names(tmp_path, caplog):
     (record,) = [s for s in mine if s.info.source_type == SOURCE_TYPE]
     assert (record.records_read, record.rows_quarantined) == (1, 1)
     q = lake.read_partition("normalized", "quarantine", "d1")
-    row = q.filter(pc.equal(q.column("stream"), "crashed.dat#recovered"))
+    row = q.filter(pc.equal(q.column("stream"), "crashed.dat#file"))
     assert row.column("byte_offset")[0].as_py() == offset
     assert row.column("byte_length")[0].as_py() == at - offset
+
+    files = files_finding(result.streams)  # the drive's `files` check: a WARN naming it
+    assert not files.passed and not files.error
+    assert f"crashed.dat (recording cut short at offset {offset}" in files.summary
 
     copy = Path(paths.recovered_dir(lake.base, "d1")) / "crashed.dat"
     got_names, got = vendor(copy)
