@@ -76,6 +76,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
     from bridge_lake.adtf_info import render_info
     from bridge_lake.formats.adtf.info import info_dict
+    from bridge_lake.formats.adtf.recover import cut_short
+    from bridge_lake.formats.ros.damage import recovered_name
     from bridge_lake.normalize.adtf_mapping_tools import (
         placement_rows,
         placements,
@@ -101,6 +103,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(render_info(d) + render_placements(mapping, placement_rows(d, found)), end="")
     if args.json:
         print()
+    elif cut_short(args.file):  # its index and stream descriptions went with the crash
+        out = recovered_name(args.file)
+        print(
+            f"cut short: run bridge-lake recover {args.file} {out} --catalog-from "
+            "<a finished recording of the same configuration>"
+        )
     return 1 if d["issues"] else 0
 
 

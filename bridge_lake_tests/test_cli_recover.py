@@ -171,3 +171,15 @@ def test_health_of_a_cut_bag_diagnoses_instead_of_failing(exported, tmp_path, ca
     assert f"the file ends inside chunk {n} at offset {torn.start}" in out
     assert f"readable: {n} complete chunks" in out and "cannot be read" not in out
     assert f"bridge-lake recover {cut} {tmp_path / 'cut.recovered.bag'}" in out
+
+
+def test_info_of_a_cut_adtf_recording_names_the_recover_command(tmp_path, capsys):
+    from bridge_lake_tests.testdata import ADTF_TESTDATA
+
+    cut = tmp_path / "cut.dat"
+    cut.write_bytes((ADTF_TESTDATA / "test_type_seek.dat").read_bytes()[:6000])
+    rc, out, _ = run(capsys, "info", cut)
+    assert rc == 1
+    assert f"cut short: run bridge-lake recover {cut} {tmp_path / 'cut.recovered.dat'}" in out
+    rc, out, _ = run(capsys, "info", ADTF_TESTDATA / "test_type_seek.dat")
+    assert rc == 0 and "cut short" not in out
