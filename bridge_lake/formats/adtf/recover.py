@@ -60,11 +60,7 @@ class StreamRecovery:
     first_ns: int | None = None
     last_ns: int | None = None
     expected: int | None = None
-    """Chunks the stream's index claims (intact file or catalog of the same file), if known."""
-
-    @property
-    def chunks(self) -> int:
-        return self.samples + self.triggers + self.types
+    """Chunks the file's own `index<N>` claims for the stream (an intact input), if known."""
 
 
 @dataclass
@@ -111,6 +107,7 @@ class AdtfRecovery:
                     "types": s.types,
                     "first_ns": s.first_ns,
                     "last_ns": s.last_ns,
+                    "index_item_count": s.expected,
                 }
                 for s in sorted(self.streams.values(), key=lambda s: s.stream_id)
             },

@@ -70,7 +70,6 @@ class McapRecoveryWriter:
         self.first: int | None = None
         self.last: int | None = None
         self._loose = bytearray()
-        self._loose_content = ChunkContent()
 
     def _write(self, data: bytes | memoryview) -> int:
         at = self._pos

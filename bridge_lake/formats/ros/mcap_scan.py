@@ -298,7 +298,6 @@ class McapScanner:
         self.schemas: dict[int, Schema] = {}
         self.channels: dict[int, Channel] = {}
         self.chunks = 0
-        self.loose = 0
         self.spare = ChunkContent()
         """Definitions from the summary of a finished file (used when a chunk is lost)."""
         self._pool: ThreadPoolExecutor | None = None
@@ -464,7 +463,6 @@ class McapScanner:
                 CORRUPT, pos, f"message at offset {pos} on undefined channel {cid}; dropped"
             )
             return
-        self.loose += 1
         if self.sink:
             self.sink.loose_message(raw, cid, t)
 
