@@ -15,7 +15,7 @@ import zstandard
 
 NONE = ("", "none")
 ONE_SHOT_RATIO = 64
-"""A zstd chunk whose content is at most this many times its compressed size (plus
+"""A zstd or lz4 chunk whose content is at most this many times its compressed size (plus
 OUT_STEP) is decompressed in one call into a buffer of its stated size; beyond, streamed."""
 OUT_STEP = 8 << 20
 """Output asked of lz4 / bz2 at a time: they allocate what `max_length` allows up front, so
@@ -47,6 +47,8 @@ def decompress(compression: str, data: bytes | memoryview, size: int) -> bytes |
             return data
         if compression == "zstd":
             return _zstd(data, size)
+        if compression == "lz4" and _lz4_sized(data, size):
+            return lz4.frame.decompress(data)  # one call, as rosbags and mcap do it
         if compression in ("lz4", "bz2"):
             dec = _frame_decompressor(compression)
             out = _stepped(dec, data, size + 1)
@@ -113,6 +115,16 @@ def decompress_prefix(compression: str, data: bytes | memoryview, size: int) -> 
     return out[:size]
 
 
+def _lz4_sized(data: bytes | memoryview, size: int) -> bool:
+    """Whether an lz4 frame states the chunk's size, and a size its data can plausibly
+    hold: then one `lz4.frame.decompress` (which allocates that size) is safe and fastest."""
+    try:
+        stated = lz4.frame.get_frame_info(data)["content_size"]
+    except (RuntimeError, ValueError):
+        return False
+    return stated == size and size <= ONE_SHOT_RATIO * len(data) + OUT_STEP
+
+
 def _frame_decompressor(compression: str) -> lz4.frame.LZ4FrameDecompressor | bz2.BZ2Decompressor:
     return lz4.frame.LZ4FrameDecompressor() if compression == "lz4" else bz2.BZ2Decompressor()
 
@@ -126,8 +138,17 @@ def _stepped(
 ) -> bytes:
     """Up to `limit` bytes from an lz4 / bz2 decompressor, OUT_STEP at a time. `partial`:
     a cut frame; what decompressed before the error is kept."""
-    out = bytearray()
     feed = bytes(data)
+    try:
+        first = dec.decompress(feed, max_length=min(OUT_STEP, limit))
+        if dec.eof or not first:
+            return first
+    except (RuntimeError, OSError, EOFError):
+        if not partial:
+            raise
+        return b""
+    out = bytearray(first)
+    feed = b""
     try:
         while len(out) < limit and not dec.eof:
             piece = dec.decompress(feed, max_length=min(OUT_STEP, limit - len(out)))
