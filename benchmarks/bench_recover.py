@@ -236,7 +236,7 @@ def main() -> None:
         child(*args.child)
         return
     seconds, rounds = (3.0, 2) if args.smoke else (args.seconds, args.rounds)
-    shm = "/dev/shm"  # noqa: S108 - a private mkdtemp folder inside it
+    shm = "/dev/shm"  # a private mkdtemp folder inside it
     out_base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
     with (
         tempfile.TemporaryDirectory(prefix="bench_recover") as tmp,
