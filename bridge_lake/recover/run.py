@@ -15,7 +15,7 @@ from bridge_lake.formats.adtf.recover import AdtfRecovery, recover_dat
 from bridge_lake.formats.ros.bag1_recover import recover_bag1
 from bridge_lake.formats.ros.bag2_recover import recover_bag2
 from bridge_lake.formats.ros.damage import RosFormatError, ScanReport
-from bridge_lake.formats.ros.magic import HEAD_BYTES, ros_kind
+from bridge_lake.formats.ros.files import BAG1_MAGIC, MCAP_MAGIC
 from bridge_lake.formats.ros.mcap_recover import recover_mcap
 
 ADTF_SUFFIXES = (".dat", ".adtfdat")
@@ -76,10 +76,11 @@ def input_format(path: Path, catalog: Path | None = None) -> str:
     if path.is_dir():
         return "bag2"
     with path.open("rb") as f:
-        head = f.read(max(HEAD_BYTES, ifhd.HEADER_SIZE))
-    kind = ros_kind(head)
-    if kind is not None:
-        return kind
+        head = f.read(ifhd.HEADER_SIZE)
+    if head.startswith(MCAP_MAGIC):
+        return "mcap"
+    if head.startswith(BAG1_MAGIC):
+        return "bag1"
     if head[:4] == ifhd.MAGIC:
         return "adtf"
     blank = len(head) == ifhd.HEADER_SIZE and not any(head)

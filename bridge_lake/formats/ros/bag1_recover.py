@@ -22,12 +22,12 @@ from bridge_lake.formats.ros.bag1_scan import (
     OP_CHUNK,
     OP_CHUNK_INFO,
     OP_IDXDATA,
+    VERSION_LINE,
     Bag1Scanner,
     ChunkContent,
     Connection,
 )
 from bridge_lake.formats.ros.damage import ScanReport
-from bridge_lake.formats.ros.magic import BAG1_MAGIC
 
 BAG_HEADER_BYTES = 4096
 """The bag header record is padded to this size, so the index position can be written
@@ -63,8 +63,8 @@ class Bag1RecoveryWriter:
 
     def __init__(self, out: str | os.PathLike[str]) -> None:
         self._f = Path(out).open("wb")  # noqa: SIM115 - closed in finish()
-        self._f.write(BAG1_MAGIC + _bag_header(0, 0, 0))
-        self._pos = len(BAG1_MAGIC) + BAG_HEADER_BYTES
+        self._f.write(VERSION_LINE + _bag_header(0, 0, 0))
+        self._pos = len(VERSION_LINE) + BAG_HEADER_BYTES
         self.connections: dict[int, Connection] = {}
         self.chunk_infos: list[tuple[int, int, int, dict[int, int]]] = []
 
@@ -128,7 +128,7 @@ class Bag1RecoveryWriter:
             )
             body = b"".join(_U32.pack(c) + _U32.pack(n) for c, n in counts.items())
             self._write(head + _U32.pack(len(body)) + body)
-        self._f.seek(len(BAG1_MAGIC))
+        self._f.seek(len(VERSION_LINE))
         self._f.write(_bag_header(index_pos, len(self.connections), len(self.chunk_infos)))
         self._f.close()
 

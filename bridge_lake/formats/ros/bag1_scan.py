@@ -33,7 +33,7 @@ from bridge_lake.formats.ros.damage import (
     RosFormatError,
     ScanReport,
 )
-from bridge_lake.formats.ros.magic import BAG1_MAGIC
+from bridge_lake.formats.ros.files import BAG1_MAGIC
 
 OP_MSGDATA, OP_BAGHEADER, OP_IDXDATA, OP_CHUNK, OP_CHUNK_INFO, OP_CONNECTION = 2, 3, 4, 5, 6, 7
 OP_NAMES = {
@@ -46,6 +46,8 @@ OP_NAMES = {
 }
 _U32 = struct.Struct("<I")
 _TIME = struct.Struct("<II")
+VERSION_LINE = BAG1_MAGIC + b"\n"
+"""A bag's first line; its records start right after it."""
 READ_BUFFER = 1 << 20
 CONNECTION_FIELDS = frozenset((b"topic", b"type", b"md5sum", b"message_definition"))
 """What a connection record's data must hold for rosbag and rosbags to read it."""
@@ -243,12 +245,12 @@ class Bag1Scanner:
 
     def scan(self) -> ScanReport:
         with open(self.path, "rb", buffering=READ_BUFFER) as f:
-            if f.read(len(BAG1_MAGIC)) != BAG1_MAGIC:
+            if f.read(len(VERSION_LINE)) != VERSION_LINE:
                 raise RosFormatError(
                     "not a ROS 1 bag (no #ROSBAG V2.0 line)", path=self.path, offset=0
                 )
-            self.report.valid_end = len(BAG1_MAGIC)
-            self._records(f, len(BAG1_MAGIC))
+            self.report.valid_end = len(VERSION_LINE)
+            self._records(f, len(VERSION_LINE))
         return self.report
 
     def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:

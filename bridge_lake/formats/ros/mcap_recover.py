@@ -40,7 +40,7 @@ from mcap.records import (
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import ScanReport
-from bridge_lake.formats.ros.magic import MCAP_MAGIC
+from bridge_lake.formats.ros.files import MCAP_MAGIC
 from bridge_lake.formats.ros.mcap_scan import (
     ChunkContent,
     McapScanner,

@@ -42,7 +42,7 @@ from bridge_lake.formats.ros.damage import (
     RosFormatError,
     ScanReport,
 )
-from bridge_lake.formats.ros.magic import MCAP_MAGIC
+from bridge_lake.formats.ros.files import MCAP_MAGIC
 
 _OP_LEN = struct.Struct("<BQ")
 _MSG_HEAD = struct.Struct("<BQHIQ")
