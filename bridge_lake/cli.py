@@ -84,6 +84,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
     from bridge_lake.adtf_info import render_info
     from bridge_lake.formats.adtf.info import info_dict
+    from bridge_lake.formats.adtf.recover import cut_short
+    from bridge_lake.formats.ros.damage import recovered_name
     from bridge_lake.normalize.adtf_mapping_tools import (
         placement_rows,
         placements,
@@ -109,6 +111,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(render_info(d) + render_placements(mapping, placement_rows(d, found)), end="")
     if args.json:
         print()
+    elif cut_short(args.file):  # its index and stream descriptions went with the crash
+        out = recovered_name(args.file)
+        print(
+            f"cut short: run bridge-lake recover {args.file} {out} --catalog-from "
+            "<a finished recording of the same configuration>"
+        )
     return 1 if d["issues"] else 0
 
 
@@ -203,6 +211,14 @@ def _cmd_health(args: argparse.Namespace) -> int:
         Path(args.html).write_text(render_html(health), encoding="utf-8")
     print(json.dumps(health.to_json(), indent=2) if args.json else render_table(health))
     return 0 if health.ok else 1
+
+
+def _cmd_recover(args: argparse.Namespace) -> int:
+    from bridge_lake.recover import recover
+
+    result = recover(args.input, args.output, catalog_from=args.catalog_from, force=args.force)
+    print(_json(result.to_json()) if args.json else result.render())
+    return 1 if result.damaged else 0
 
 
 def _cmd_waypoints(args: argparse.Namespace) -> int:
@@ -413,6 +429,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
     p.set_defaults(func=_cmd_health)
+
+    p = sub.add_parser(
+        "recover",
+        help="rewrite a recording cut short (MCAP, ROS 1 bag, ROS 2 bag, ADTF .dat) as a "
+        "valid indexed file (like `mcap recover` / `rosbag reindex`)",
+        description="Keeps every complete message (and the whole records of a cut "
+        "compressed chunk), rebuilds index and summary, reports kept/dropped per topic or "
+        "stream. Exit 0: the input was intact; 1: it was damaged and what could be kept was "
+        "written; 2: nothing could be written.",
+    )
+    p.add_argument("input", type=Path, help="the damaged file (a ROS 2 bag: its folder)")
+    p.add_argument("output", type=Path, help="the recovered copy (never the input)")
+    p.add_argument(
+        "--catalog-from",
+        type=Path,
+        help="ADTF: a finished recording of the same configuration (same stream ids) whose "
+        "stream names and types the copy takes",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--force", action="store_true", help="replace an existing output")
+    p.set_defaults(func=_cmd_recover)
 
     p = sub.add_parser(
         "waypoints",

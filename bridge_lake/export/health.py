@@ -23,7 +23,11 @@ import numpy as np
 
 from bridge_lake.clock import NS_PER_S
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.formats.ros.bag1_recover import scan_bag1
+from bridge_lake.formats.ros.bag2_recover import scan_bag2, storage_files
+from bridge_lake.formats.ros.damage import RosFormatError, ScanReport, recovered_name
 from bridge_lake.formats.ros.files import BAG1_MAGIC, MCAP_MAGIC, BoundedFile, BoundedPath
+from bridge_lake.formats.ros.mcap_recover import scan_mcap
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
@@ -111,8 +115,8 @@ class FileHealth:
 
 def file_format(path: Path) -> str:
     if path.is_dir():
-        if (path / "metadata.yaml").is_file():
-            return "bag2"
+        if (path / "metadata.yaml").is_file() or storage_files(path):
+            return "bag2"  # without metadata.yaml: a crashed recording, diagnosed by the scan
         raise HealthError(f"{path}: a folder without metadata.yaml is not a ROS 2 bag")
     with path.open("rb") as f:
         head = f.read(13)
@@ -121,6 +125,37 @@ def file_format(path: Path) -> str:
     if head.startswith(BAG1_MAGIC):
         return "bag1"
     raise HealthError(f"{path}: neither an MCAP file, a ROS 1 bag nor a ROS 2 bag folder")
+
+
+def scan_structure(path: Path, fmt: str) -> ScanReport | None:
+    """One pass over the records (no decoding) that finds where the valid data ends; None
+    for storage the scanners do not read (a ROS 2 bag in SQLite)."""
+    try:
+        if fmt == "mcap":
+            return scan_mcap(path)
+        if fmt == "bag1":
+            return scan_bag1(path)
+        return scan_bag2(path) if storage_files(path) else None
+    except RosFormatError as exc:
+        raise HealthError(str(exc)) from exc
+
+
+def diagnosed(path: Path, fmt: str, scan: ScanReport) -> FileHealth:
+    """The health of a damaged file: its damage, what is readable, what is lost, and the
+    command that recovers it; per topic the messages a recovery keeps."""
+    topics = {
+        name: TopicHealth(name, t.type, messages=t.kept, first_ns=t.first_ns, last_ns=t.last_ns)
+        for name, t in scan.topics.items()
+    }
+    for t in topics.values():
+        dropped = scan.topics[t.topic].dropped
+        if dropped:
+            t.problems.append(f"{dropped} messages in damaged chunks")
+    size = scan.file_size
+    problems = [*scan.diagnosis(), f"run: bridge-lake recover {path} {recovered_name(path)}"]
+    return FileHealth(
+        str(path), fmt, size, "unknown (damaged file)", topics, problems, {"scan": scan.to_json()}
+    )
 
 
 def check_file(
@@ -134,6 +169,9 @@ def check_file(
     if not path.exists():
         raise HealthError(f"{path}: no such file or folder")
     fmt = file_format(path)
+    scan = scan_structure(path, fmt)
+    if scan is not None and not scan.ok:
+        return diagnosed(path, fmt, scan)
     topics: dict[str, TopicHealth] = {}
     times: dict[str, array] = {}  # int64 log times, 8 bytes a message (a list: ~40)
     try:

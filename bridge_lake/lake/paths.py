@@ -22,6 +22,7 @@ MAX_NAME_LENGTH = 64
 """Layer and table names: at most this many characters of [a-z0-9_], starting with a letter."""
 _NAME_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$")
 STAGING_DIR = "_staging"
+RECOVERED_DIR = "_recovered"
 """Scratch area for atomic writes, outside every table so no reader's glob can see it."""
 LOCKS_DIR = "_locks"
 """One lock per drive (bridge_lake.lake.locks), outside every table like the staging area."""
@@ -76,6 +77,15 @@ def report_path(drive_id: str, page: str) -> str:
     """`reports/drive=<drive_id>/<page>.html`, relative to the lake root: a drive's HTML
     report of one layer (normalized, calibrated, waypoints)."""
     return f"reports/drive={validate_drive_id(drive_id)}/{validate_name('report', page)}.html"
+
+
+def recovered_dir(root: str, drive_id: str) -> str:
+    """`<root>/raw/_recovered/drive=<drive_id>`: copies of the drive's recordings that were
+    cut short, rebuilt by `recover` (beside the raw layer's tables, never over the landing
+    files; the `_` keeps it out of the table listings)."""
+    return posixpath.join(
+        root.rstrip("/"), "raw", RECOVERED_DIR, f"drive={validate_drive_id(drive_id)}"
+    )
 
 
 def safe_relative(path: str) -> str:

@@ -304,6 +304,20 @@ class Lake(FsRoot):
             self.fs.pipe_file(target, data)  # one PUT: atomic on object stores
         return target
 
+    def put_file(self, target: str, local: str | os.PathLike[str]) -> str:
+        """Copy a local file to `target` (a path under this lake's base, e.g. from
+        `paths.recovered_dir`), streamed: atomically for a local lake, one upload on S3."""
+        if self.is_local:
+            tmp = self.new_staging_dir()
+            os.makedirs(posixpath.dirname(tmp), exist_ok=True)
+            shutil.copyfile(local, tmp)
+            _fsync(tmp)
+            os.makedirs(posixpath.dirname(target), exist_ok=True)
+            os.replace(tmp, target)
+        else:
+            self.fs.put_file(os.fspath(local), target)
+        return target
+
     def sweep_staging(self, max_age_s: float = STAGING_MAX_AGE_S) -> list[str]:
         """Delete scratch left by killed runs (local lakes; object stores expire it by a
         lifecycle rule on `_staging/`, as they have no folder times)."""

@@ -28,6 +28,7 @@ import contextlib
 import gc
 import itertools
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,6 +53,7 @@ from bridge_lake.normalize.adtf_jobs import (
     path_parts,
 )
 from bridge_lake.normalize.adtf_mapping import Mapping, Rule, resolve_mapping
+from bridge_lake.normalize.adtf_recovery import recover_cut_recordings
 from bridge_lake.normalize.adtf_sensor_jobs import CanJob, LidarJob, VideoJob
 from bridge_lake.normalize.sink import SOURCE_SEPARATOR, DriveSink, StreamInfo
 
@@ -81,10 +83,13 @@ def normalize_adtf(
     used: set[str] = set()
     paths = find_recordings(root) if files is None else [Path(p) for p in files]
     recordings = group_parts(paths)
-    for parts, clock_ in zip(recordings, recording_clocks(recordings), strict=True):
-        with _gc_paused():
-            rels = [p.relative_to(root).as_posix() for p in parts]
-            _normalize_recording(parts, rels, sink, mapping, used, clock_)
+    with tempfile.TemporaryDirectory(prefix="bridge_lake_recovered") as work:
+        recovered = recover_cut_recordings(root, paths, sink, Path(work))
+        for parts, clock_ in zip(recordings, recording_clocks(recordings), strict=True):
+            with _gc_paused():
+                rels = [p.relative_to(root).as_posix() for p in parts]
+                copies = [recovered.get(p, p) for p in parts]  # a cut file: its rebuilt copy
+                _normalize_recording(copies, rels, sink, mapping, used, clock_)
 
 
 def group_parts(paths: list[Path]) -> list[list[Path]]:

@@ -168,6 +168,15 @@ class DriveSink:
         self._next_scan_id = 0
         self._finished = False
 
+    @property
+    def lake(self) -> Lake:
+        """The lake this drive is written to (recovered recordings go to its raw layer)."""
+        return self._lake
+
+    @property
+    def drive_id(self) -> str:
+        return self._drive
+
     # --- what normalizers call ----------------------------------------------------------
 
     def register_table(self, name: str, schema: pa.Schema) -> str:

@@ -36,6 +36,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "rig": ("bridge_lake", "yaml"),
     "health": ("bridge_lake", "mcap", "mcap_ros2", "rosbags"),
     "replay_check": ("bridge_lake", "mcap", "mcap_ros2"),
+    "recover": ("bridge_lake", "mcap", "rosbags"),
 }
 
 

@@ -32,6 +32,8 @@ CHUNK_HEADER_SIZE = 32
 STREAM_INFO_HEADER_SIZE = 256
 INDEX0_ENTRY_SIZE = 44
 MAX_STREAM_ID = 512
+DDL_SIDECAR_SUFFIX = ".description"
+"""ADTF 2's DDL sidecar is `<recording file name>` + this (e.g. `rec.dat.description`)."""
 
 VERSIONS = (0x0200, 0x0201, 0x0300, 0x0301, 0x0400, 0x0500)
 """IFHD versions this reader understands (ADTF 1's 0x0100/0x0110 use another layout)."""

@@ -186,7 +186,7 @@ class DatFile:
         """ADTF 2's `<file>.description` DDL (only consulted for versions < 0x0400)."""
         if self.version >= 0x0400:
             return None
-        path = Path(description) if description else Path(self.path + ".description")
+        path = Path(description) if description else Path(self.path + ifhd.DDL_SIDECAR_SUFFIX)
         if not path.is_file():
             return None
         try:

@@ -165,6 +165,20 @@ class DatWriter:
         self._streams[sid] = _StreamState(sid, name, info, sample_unit=unit)
         return sid
 
+    def describe_stream(self, stream_id: int, name: str, info_data: bytes) -> None:
+        """Declare a stream, or replace the description of a declared one, with `info_data`
+        as stored after the 256-byte head of its `index<N>` extension (spec §4.1), e.g. as
+        read from another recording. For copies of chunks (`write_chunk`) whose stream
+        descriptions are found only while the chunks are walked (crash recovery)."""
+        _cstr(name, 228)
+        if not 0 < stream_id <= ifhd.MAX_STREAM_ID:
+            raise ValueError(f"stream id {stream_id} is outside 1..{ifhd.MAX_STREAM_ID}")
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            self._streams[stream_id] = _StreamState(stream_id, name, bytes(info_data))
+        else:
+            stream.name, stream.info_data = name, bytes(info_data)
+
     def _merge_ddl(self, ddl: DDL) -> None:
         if self._ddl is None:
             self._ddl = DDL(dict(ddl.datatypes), {}, {}, {}, dict(ddl.constants))
@@ -273,6 +287,17 @@ class DatWriter:
                 self._fh.write(struct.pack("<I", substream_id))
         self._finish(stream, t, chunk_flags, size, indexed)
 
+    def write_chunk(
+        self, stream_id: int, time_ns: int, flags: int, body: bytes | memoryview
+    ) -> None:
+        """A chunk whose body (sample envelope, type string or nothing) is copied as it is:
+        the header, index and extensions around it are this writer's."""
+        stream, t, indexed = self._begin(stream_id, time_ns, flags)
+        size = ifhd.CHUNK_HEADER_SIZE + len(body)
+        self._fh.write(_CHUNK.pack(*self._head(stream, t, size, flags, indexed)))
+        self._fh.write(body)
+        self._finish(stream, t, flags, size, indexed)
+
     def write_trigger(self, stream_id: int, time_ns: int) -> None:
         stream, t, indexed = self._begin(stream_id, time_ns, ifhd.FLAG_TRIGGER)
         head = self._head(stream, t, ifhd.CHUNK_HEADER_SIZE, ifhd.FLAG_TRIGGER, indexed)
@@ -378,7 +403,7 @@ class DatWriter:
                 dict(self._ddl_streams),
                 self._ddl.constants,
             )
-            Path(str(self.path) + ".description").write_text(render_ddl(ddl))
+            Path(str(self.path) + ifhd.DDL_SIDECAR_SUFFIX).write_text(render_ddl(ddl))
 
     def __enter__(self) -> DatWriter:
         return self

@@ -1,0 +1,171 @@
+"""What a scan of a bag or MCAP file found: its damage, what is readable, what is lost.
+
+The record scanners (`mcap_scan`, `bag1_scan`) fill a `ScanReport` in one pass; `health`
+turns it into its diagnosis of a damaged file and `recover` into its kept/dropped summary.
+Damage is always stated where the valid data ends, never as a length read from the bytes
+after that point: a scanner stops trusting the file at the first record that is not whole.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge_lake.errors import FormatError
+
+CUT = "cut"
+"""The file ends inside a record (a crash or an interrupted copy)."""
+NO_INDEX = "no-index"
+"""The summary / index section is missing or incomplete (the data itself may be whole)."""
+CRC = "crc"
+"""A chunk whose content does not match its CRC."""
+CORRUPT = "corrupt"
+"""A record that is whole but cannot be read (does not decompress, inner records broken)."""
+INVALID = "invalid"
+"""Bytes that are not a record at all where one must start: the end of the valid data."""
+
+
+class RosFormatError(FormatError):
+    """A file that is not a bag or MCAP at all (wrong magic, too short for its header)."""
+
+
+@dataclass(frozen=True)
+class Damage:
+    kind: str
+    """CUT | NO_INDEX | CRC | CORRUPT | INVALID"""
+    offset: int
+    """Where in the file the damaged record (or the invalid bytes) starts."""
+    message: str
+    chunk: int | None = None
+    """0-based number of the chunk in file order, for chunk damage."""
+
+
+@dataclass
+class TopicCount:
+    topic: str
+    type: str
+    kept: int = 0
+    """Messages readable (and kept by a recovery)."""
+    dropped: int = 0
+    """Messages counted in damaged chunks that cannot be kept."""
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+    def add_times(self, first: int, last: int) -> None:
+        self.first_ns = first if self.first_ns is None else min(self.first_ns, first)
+        self.last_ns = last if self.last_ns is None else max(self.last_ns, last)
+
+
+@dataclass
+class ScanReport:
+    path: str
+    format: str
+    """mcap | bag1"""
+    file_size: int
+    valid_end: int = 0
+    """End of the last complete record (or of the whole records of a partial chunk)."""
+    complete_chunks: int = 0
+    dropped_chunks: int = 0
+    partial_chunk_messages: int = 0
+    """Messages kept from a chunk cut by the end of the file (whole records only)."""
+    indexed: bool = False
+    """The file ends with a complete index / summary (a finished file)."""
+    damages: list[Damage] = field(default_factory=list)
+    topics: dict[str, TopicCount] = field(default_factory=dict)
+    unknown_dropped: int = 0
+    """Damaged chunks whose message count cannot be known (they do not decompress)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.damages
+
+    @property
+    def kept(self) -> int:
+        return sum(t.kept for t in self.topics.values())
+
+    @property
+    def dropped(self) -> int:
+        return sum(t.dropped for t in self.topics.values())
+
+    @property
+    def lost_bytes(self) -> int:
+        """Bytes after the end of the valid data (a cut file's torn last record)."""
+        return max(0, self.file_size - self.valid_end)
+
+    def time_range(self) -> tuple[int | None, int | None]:
+        firsts = [t.first_ns for t in self.topics.values() if t.first_ns is not None]
+        lasts = [t.last_ns for t in self.topics.values() if t.last_ns is not None]
+        return (min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+    def topic(self, name: str, typename: str) -> TopicCount:
+        t = self.topics.get(name)
+        if t is None:
+            t = self.topics[name] = TopicCount(name, typename)
+        return t
+
+    def diagnosis(self) -> list[str]:
+        """The damage, what is readable and what is lost, one line each."""
+        lines = [d.message for d in self.damages]
+        first, last = self.time_range()
+        span = f", log times {first} .. {last} ns" if first is not None else ""
+        partial = (
+            f" + {self.partial_chunk_messages} from the cut chunk"
+            if self.partial_chunk_messages
+            else ""
+        )
+        lines.append(
+            f"readable: {self.complete_chunks} complete chunks, {self.kept} messages{partial} "
+            f"in {len(self.topics)} topics{span}"
+        )
+        lost = [f"{self.lost_bytes} bytes after the last complete record at {self.valid_end}"]
+        if self.dropped or self.dropped_chunks:
+            lost.append(f"{self.dropped_chunks} damaged chunks ({self.dropped} messages counted)")
+        lines.append("lost: " + "; ".join(lost))
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        first, last = self.time_range()
+        return {
+            "path": self.path,
+            "format": self.format,
+            "bytes": self.file_size,
+            "indexed": self.indexed,
+            "valid_end": self.valid_end,
+            "lost_bytes": self.lost_bytes,
+            "complete_chunks": self.complete_chunks,
+            "dropped_chunks": self.dropped_chunks,
+            "partial_chunk_messages": self.partial_chunk_messages,
+            "kept": self.kept,
+            "dropped": self.dropped,
+            "unknown_dropped_chunks": self.unknown_dropped,
+            "first_ns": first,
+            "last_ns": last,
+            "damages": [
+                {"kind": d.kind, "offset": d.offset, "chunk": d.chunk, "message": d.message}
+                for d in self.damages
+            ],
+            "topics": {
+                n: {
+                    "type": t.type,
+                    "kept": t.kept,
+                    "dropped": t.dropped,
+                    "first_ns": t.first_ns,
+                    "last_ns": t.last_ns,
+                }
+                for n, t in sorted(self.topics.items())
+            },
+        }
+
+
+MAX_RECORD = 1 << 32
+"""Largest record (bytes) a scanner loads into memory; a bigger claimed length is treated
+as invalid data: chunked writers write chunks of a few MB."""
+
+
+def recovered_name(path: str | os.PathLike[str]) -> Path:
+    """Where a recovery of `path` goes by default: beside it, `.recovered` before the suffix
+    (`drive.bag` -> `drive.recovered.bag`; a bag folder `run1` -> `run1.recovered`)."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.recovered{p.suffix}")
