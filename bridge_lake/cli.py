@@ -214,10 +214,12 @@ def _cmd_health(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
+    import json
+
     from bridge_lake.recover import recover
 
     result = recover(args.input, args.output, catalog_from=args.catalog_from, force=args.force)
-    print(_json(result.to_json()) if args.json else result.render())
+    print(json.dumps(result.to_json(), indent=2) if args.json else result.render())
     return 1 if result.damaged else 0
 
 
