@@ -14,6 +14,7 @@ Generic lanes get the stream as their header frame unless the rule names one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bridge_lake.export.context import DriveContext
@@ -50,15 +51,30 @@ class GenericPlan:
 def plan_types(ctx: DriveContext, lanes: list[Lane]) -> GenericPlan:
     """Resolve the type of every `ddl` lane (see the module docstring)."""
     generic = [lane for lane in lanes if lane.rule.type in (DDL_TYPE, JSON_TYPE, ADTF_SAMPLE_TYPE)]
+    sample_lanes = [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE]
+    warnings = _unusable_ddl(ctx.lake, ctx.drive, sample_lanes)
+    return plan_generic(
+        lanes, lambda: {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in ctx.streams}, warnings
+    )
+
+
+def plan_generic(
+    lanes: list[Lane],
+    catalog: Callable[[], dict[str, tuple[str | None, str | None]]],
+    warnings: list[str] | None = None,
+) -> GenericPlan:
+    """`plan_types` with the streams' DDL (stream -> (struct, DDL text)) from `catalog`,
+    called only when a `ddl` lane needs it: the lake's catalog offline, the streams the
+    live bridge has met online."""
+    warnings = list(warnings or [])
+    generic = [lane for lane in lanes if lane.rule.type in (DDL_TYPE, JSON_TYPE, ADTF_SAMPLE_TYPE)]
     for lane in generic:
         if not lane.rule.frame_id and "stream" in lane.selection:
             lane.frame_id = str(lane.selection["stream"])
     ddl_lanes = [lane for lane in generic if lane.rule.type == DDL_TYPE]
-    sample_lanes = [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE]
-    warnings = _unusable_ddl(ctx.lake, ctx.drive, sample_lanes)
     if not ddl_lanes:
         return GenericPlan(ExportTypes(), warnings)
-    catalog = {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in ctx.streams}
+    streams = catalog()
     parsed: dict[str, DDL] = {}
     sets: dict[str, TypeSet] = {}
     roots: list[tuple[Lane, RosStruct]] = []
@@ -68,7 +84,7 @@ def plan_types(ctx: DriveContext, lanes: list[Lane]) -> GenericPlan:
         if package not in sets:
             sets[package] = TypeSet(package)
         try:
-            root = _root(lane, stream, catalog, parsed)
+            root = _root(lane, stream, streams, parsed)
         except (DDLTypeError, DDLError) as exc:
             reason = getattr(exc, "reason", None) or str(exc)
             lane.extra[FALLBACK] = reason
@@ -125,4 +141,4 @@ def _root(
     return build(parsed[text], struct, rename={str(k): str(v) for k, v in rename.items()})
 
 
-__all__ = ["FALLBACK", "GenericPlan", "lane_type", "plan_types"]
+__all__ = ["FALLBACK", "GenericPlan", "lane_type", "plan_generic", "plan_types"]

@@ -457,6 +457,17 @@ class McapWriter:
             )
         )
 
+    def flush(self) -> None:
+        """Close the open chunk, write every chunk in flight and flush the file: what was
+        written so far is a run of whole chunks (each with its message indexes) that a
+        reader of a file without summary recovers, if the process dies now."""
+        self._check_open()
+        self._write_queued()
+        if self._open.size:
+            self._close_chunk(None, 0, 0)
+        self._drain(0)
+        self._out.flush()
+
     # -- end -----------------------------------------------------------------------------
 
     def finish(self) -> McapStats:

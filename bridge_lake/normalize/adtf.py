@@ -312,6 +312,17 @@ def _normalize_part(
     return count
 
 
+def stream_job(
+    stream: Stream, name: str, rel: str, sink: DriveSink, mapping: Mapping, clock_: RecordingClock
+) -> Job | Substreams:
+    """The job `normalize_adtf` makes for a stream (its mapping rule's, else a generic one),
+    for a caller that feeds samples itself: the live bridge appends to `job.pending`, calls
+    `flush()` after each poll and `finish()` at the end, so its rows are the lake's rows."""
+    job = _make_job(stream, name, rel, sink, mapping, np.zeros(0, np.uint8))
+    _set_part(job, rel, rel, clock_)
+    return job
+
+
 def _set_part(job: Job | Substreams, rel: str, source: str, clock_: RecordingClock) -> None:
     """Point a job (and a substream job's children) at the part being read and its clock."""
     if isinstance(job, Substreams):
@@ -421,4 +432,4 @@ def _check_rule(stream: Stream, rule: Rule) -> str | None:
     return None
 
 
-__all__ = ["find_recordings", "group_parts", "normalize_adtf"]
+__all__ = ["find_recordings", "group_parts", "normalize_adtf", "stream_job"]

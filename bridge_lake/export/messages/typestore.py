@@ -90,6 +90,12 @@ class ExportTypes:
         the tree to build its descriptor)"""
         self._stores: dict[int, Typestore] = {}
 
+    def add(self, generated: Mapping[str, str], structs: Mapping) -> None:
+        """More generated types (the live bridge meets streams one after another)."""
+        self.texts.update(generated)
+        self.structs.update(structs)
+        self._stores.clear()
+
     def typestore(self, ros: int) -> Typestore:
         if not self.texts:
             return typestore(ros)

@@ -233,20 +233,7 @@ class DatFile:
         return stream
 
     def _attach_ddl(self, stream: Stream, stype: StreamType, at: int) -> None:
-        struct_prop = stype.properties.get("md_struct")
-        defs = stype.properties.get("md_definitions")
-        if struct_prop is None or defs is None:
-            return
-        try:
-            parsed = ddl_mod.parse_ddl(defs.value)
-        except DDLError as exc:  # the stream's samples stay bytes (adtf_payloads)
-            reason = f"stream {stream.name!r}: {DDL_UNUSABLE}: {exc.reason}"
-            self.issues.report(DDLError(reason, path=self.path, offset=at))
-            return
-        if struct_prop.value in parsed.structs:
-            stream.ddl, stream.ddl_struct = parsed, struct_prop.value
-            if stream.serializer in MD_SERIALIZERS:
-                stream.stored_layout = "serialized"
+        attach_ddl(stream, stype, path=self.path, offset=at, issues=self.issues)
 
     def stream(self, key: int | str) -> Stream:
         """A stream by id or by name."""
@@ -670,6 +657,28 @@ class DatFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def attach_ddl(
+    stream: Stream, stype: StreamType, *, path: str, offset: int, issues: ifhd.Issues
+) -> None:
+    """Give an ADTF 3 stream the DDL its type describes (`md_struct` in `md_definitions`);
+    a DDL that does not parse is reported (the samples then stay bytes). Shared by the
+    reader (types from the index) and the live follower (types from type chunks)."""
+    struct_prop = stype.properties.get("md_struct")
+    defs = stype.properties.get("md_definitions")
+    if struct_prop is None or defs is None:
+        return
+    try:
+        parsed = ddl_mod.parse_ddl(defs.value)
+    except DDLError as exc:  # the stream's samples stay bytes (adtf_payloads)
+        reason = f"stream {stream.name!r}: {DDL_UNUSABLE}: {exc.reason}"
+        issues.report(DDLError(reason, path=path, offset=offset))
+        return
+    if struct_prop.value in parsed.structs:
+        stream.ddl, stream.ddl_struct = parsed, struct_prop.value
+        if stream.serializer in MD_SERIALIZERS:
+            stream.stored_layout = "serialized"
 
 
 def _raw_view(stream: Stream) -> Stream:

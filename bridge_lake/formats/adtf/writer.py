@@ -1,6 +1,9 @@
 """`write_dat` / `DatWriter`: format-exact ADTF recordings (IFHD 0x0201, 0x0400, 0x0500).
 
-Chunks are streamed to disk as they arrive; only the sparse master index (the first chunk of
+The header is written at once with what is known when recording starts (magic, version, byte
+order, data offset, creation time, description) and its counts, sizes and index offsets left
+0, as a recorder does: a reader of the growing file (`bridge-lake live`) can tell what it is
+from its first bytes. Chunks are streamed to disk as they arrive; only the sparse master index (the first chunk of
 each stream, every stream-type chunk and key chunk, then about one chunk per stream per
 second) is kept in memory, so writing a multi-GB recording needs constant memory. Extension
 payloads, the extension table and the final header are written on close, which is exactly why
@@ -84,9 +87,12 @@ class DatWriter:
         adtf_version: str = "bridge_lake adtf writer",
         guid: str | None = None,
         referenced_files: tuple[str, ...] = (),
+        inline_types: bool = False,
     ) -> None:
         """`referenced_files`: relative paths of the other parts of a split recording (ADTF 3),
-        e.g. `("./drive_001.dat",)`."""
+        e.g. `("./drive_001.dat",)`. `inline_types` (ADTF 3): write each stream's initial
+        type as a stream-type chunk before its first item, as ADTF 3 recorders do, so a
+        reader of the file while it is written knows the stream's type and DDL."""
         if version not in WRITABLE_VERSIONS:
             raise ValueError(f"cannot write IFHD version 0x{version:04x}")
         self.path = Path(path)
@@ -97,6 +103,8 @@ class DatWriter:
         self.adtf_version = adtf_version
         self.guid = guid
         self.referenced_files = referenced_files
+        self.inline_types = inline_types and version >= 0x0400
+        self._types: dict[int, StreamType] = {}
         self._streams: dict[int, _StreamState] = {}
         self._ddl_streams: dict[str, str] = {}
         self._ddl: DDL | None = None
@@ -107,7 +115,7 @@ class DatWriter:
         self._last_time = 0
         self._last_offset = 0
         self._fh: BinaryIO = self.path.open("wb", buffering=1 << 20)
-        self._fh.write(bytes(ifhd.HEADER_SIZE))
+        self._fh.write(self._header(0, ifhd.HEADER_SIZE, 0, 0))
         self._pos = ifhd.HEADER_SIZE
 
     # -- streams ---------------------------------------------------------------------------
@@ -157,6 +165,7 @@ class DatWriter:
                 self._ddl_streams[name] = ddl_struct
         else:
             stype = stream_type or StreamType("adtf/anonymous")
+            self._types[sid] = stype
             if serializer is None:
                 serializer = SERIALIZER_COPY_NS if self.version >= 0x0500 else SERIALIZER_COPY
             info = _string(stype.to_xml()) + _string(serializer)
@@ -194,6 +203,8 @@ class DatWriter:
         stream = self._streams.get(sid)
         if stream is None:
             raise ValueError(f"unknown stream id {sid}")
+        if self.inline_types and not stream.count and not flags & ifhd.FLAG_TYPE:
+            self.write_stream_type(sid, time_ns, self._types[sid])
         t = time_ns // self.unit
         if t < self._last_time:
             raise ValueError(f"chunk time {time_ns} ns goes back in time")
@@ -347,6 +358,36 @@ class DatWriter:
             exts.append((f"index_add{s.stream_id}", s.stream_id, bytes(32)))
         return exts
 
+    def flush(self) -> None:
+        """Hand everything written so far to the OS: the chunks become visible to a reader
+        of the growing file (a recorder flushing per chunk)."""
+        self._fh.flush()
+
+    def _header(self, ext_count: int, ext_offset: int, data_size: int, chunks: int) -> bytes:
+        first = self._first_time or 0
+        return struct.pack(
+            "<4sIIIQQQQQQQBQBQQQ30s1912s",
+            ifhd.MAGIC,
+            self.version,
+            0,
+            ext_count,
+            ext_offset,
+            ifhd.HEADER_SIZE,
+            data_size,
+            chunks,
+            self._max_chunk,
+            self._last_time - first,
+            self.file_time,
+            1,
+            first,
+            1,
+            ifhd.HEADER_SIZE,
+            ifhd.HEADER_SIZE,
+            ifhd.HEADER_SIZE,
+            b"",
+            _cstr(self.description, 1912),
+        )
+
     def close(self) -> None:
         if self._fh.closed:
             return
@@ -369,28 +410,8 @@ class DatWriter:
             )
             pos += len(payload)
         self._fh.write(table)
-        first = self._first_time or 0
-        header = struct.pack(
-            "<4sIIIQQQQQQQBQBQQQ30s1912s",
-            ifhd.MAGIC,
-            self.version,
-            0,
-            len(table) // ifhd.EXTENSION_ENTRY_SIZE,
-            pos,
-            ifhd.HEADER_SIZE,
-            data_size,
-            self._chunks,
-            self._max_chunk,
-            self._last_time - first,
-            self.file_time,
-            1,
-            first,
-            1,
-            ifhd.HEADER_SIZE,
-            ifhd.HEADER_SIZE,
-            ifhd.HEADER_SIZE,
-            b"",
-            _cstr(self.description, 1912),
+        header = self._header(
+            len(table) // ifhd.EXTENSION_ENTRY_SIZE, pos, data_size, self._chunks
         )
         self._fh.seek(0)
         self._fh.write(header)
