@@ -105,6 +105,8 @@ class Poll:
     closed: bool = False
     chunks: int = 0
     bytes: int = 0
+    size: int | None = None
+    """the file's size at this poll (None: it does not exist)"""
 
 
 _CHUNK = struct.Struct("<QIIIHHQ")
@@ -169,7 +171,7 @@ class AdtfFollower:
         """Everything complete that the file gained since the last poll (see module)."""
         out = Poll()
         before = self._ident
-        size = self._open()
+        size = out.size = self._open()
         if size is None or self._fd is None:
             return out
         if (before is not None and before != self._ident) or self._rewritten(size):
@@ -219,7 +221,9 @@ class AdtfFollower:
             return False
         self.header = ifhd.parse_header(head, self.path)
         self.pos = self.header.data_offset
-        if self.catalog is not None and (self.catalog.version >= 0x0400) != (self.header.version >= 0x0400):
+        if self.catalog is not None and (self.catalog.version >= 0x0400) != (
+            self.header.version >= 0x0400
+        ):
             out.notices.append(
                 f"catalog {self.catalog.path} is an ADTF {2 if self.catalog.version < 0x0400 else 3} "
                 f"file, {self.path} is not: catalog not used"
@@ -373,7 +377,9 @@ class AdtfFollower:
             serializer = (
                 known.serializer
                 if known is not None and known.serializer
-                else SERIALIZER_COPY_NS if h.version >= 0x0500 else SERIALIZER_COPY
+                else SERIALIZER_COPY_NS
+                if h.version >= 0x0500
+                else SERIALIZER_COPY
             )
             stream = _stream(sid, name, KIND_ADTF3, stype, serializer)
             issues = ifhd.Issues(strict=False)
@@ -423,9 +429,7 @@ class AdtfFollower:
 
 
 def _blank_header(version: int) -> ifhd.FileHeader:
-    return ifhd.FileHeader(
-        version, 0, 0, 0, ifhd.HEADER_SIZE, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, ""
-    )
+    return ifhd.FileHeader(version, 0, 0, 0, ifhd.HEADER_SIZE, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, "")
 
 
 def _stream(sid: int, name: str, kind: str, stype, serializer: str | None) -> Stream:

@@ -410,9 +410,7 @@ class DatWriter:
             )
             pos += len(payload)
         self._fh.write(table)
-        header = self._header(
-            len(table) // ifhd.EXTENSION_ENTRY_SIZE, pos, data_size, self._chunks
-        )
+        header = self._header(len(table) // ifhd.EXTENSION_ENTRY_SIZE, pos, data_size, self._chunks)
         self._fh.seek(0)
         self._fh.write(header)
         self._fh.close()

@@ -1,0 +1,199 @@
+"""Normalized rows → ROS messages through the export's topic mapping and builders.
+
+The same mapping (`export/mappings/adtf.yaml`, or `--mapping`) and the same builders
+(`export.source`, `export.generic`) as the offline export, fed with the rows the live sink
+got in one poll instead of rows read back from Parquet. A lane is (rule, stream, split
+value), as the exporter plans it; its builder keeps its state across polls (the H.264
+decoder of a camera). Generated DDL types are planned when a stream's lane first appears
+(`generic_types.plan_generic`, with the DDL the normalizer declared for the stream).
+
+What cannot be live (said in `offline_only`, never dropped silently): rules on the
+calibrated layer (/tf, /tf_static: poses are fitted over the whole drive), `json` rules and
+lidar points in base_link (they need the lake).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge_lake.export import messages as msg
+from bridge_lake.export.exporter import make_builder
+from bridge_lake.export.generic import RowSampleBuilder
+from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_generic
+from bridge_lake.export.mapping import JSON_TYPE, Mapping, TopicRule
+from bridge_lake.export.messages import ExportTypes
+from bridge_lake.export.source import LAYOUTS, Builder, ExportError, Lane, PointCloudBuilder
+from bridge_lake.live.sink import LiveSink, Written
+
+LIVE_DRIVE = "live"
+"""The drive name builders are given (they read nothing from a lake here)."""
+POINTS_TABLE = "lidar_points"
+
+
+@dataclass
+class LiveLane:
+    lane: Lane
+    builder: Builder
+    type: str
+    messages: int = 0
+
+
+@dataclass
+class Produced:
+    """One poll's messages of one topic, in time order."""
+
+    topic: str
+    type: str
+    times: np.ndarray
+    messages: msg.Serialized
+
+
+@dataclass
+class LiveTopics:
+    """Turns each poll's rows into messages (see module)."""
+
+    mapping: Mapping
+    types: ExportTypes = field(default_factory=ExportTypes)
+    lanes: dict[tuple, LiveLane] = field(default_factory=dict)
+    offline_only: dict[str, str] = field(default_factory=dict)
+    """topic rule -> why it has no live messages"""
+    unpublished: dict[str, int] = field(default_factory=dict)
+    """stream/table without a topic -> rows (no rule of the mapping takes them)"""
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for rule in self.mapping.topics:
+            if not rule.table.startswith("normalized/"):
+                self.offline_only[rule.topic] = f"made from {rule.table} (not live)"
+            elif rule.type == JSON_TYPE:
+                self.offline_only[rule.topic] = "json topics need the lake's table schema"
+
+    def messages(self, written: list[Written], sink: LiveSink) -> list[Produced]:
+        """The messages of one poll's rows, per lane, in the order the rows came."""
+        points = _points_by_stream(written)
+        out: list[Produced] = []
+        for w in written:
+            if w.table == POINTS_TABLE:
+                continue
+            taken = False
+            for i, rule in enumerate(self.mapping.topics):
+                if rule.topic in self.offline_only:
+                    continue
+                if not fnmatch.fnmatchcase(f"normalized/{w.table}", rule.table):
+                    continue
+                for selection, rows in _lane_rows(rule, w):
+                    taken = True
+                    produced = self._build(i, rule, selection, rows, sink, points.get(w.stream))
+                    if produced is not None:
+                        out.append(produced)
+            if not taken:
+                key = f"{w.stream} ({w.table})"
+                self.unpublished[key] = self.unpublished.get(key, 0) + w.rows.num_rows
+        return out
+
+    def _build(
+        self,
+        index: int,
+        rule: TopicRule,
+        selection: dict,
+        rows: pa.Table,
+        sink: LiveSink,
+        points: pa.Table | None,
+    ) -> Produced | None:
+        key = (index, tuple(sorted(selection.items())))
+        live = self.lanes.get(key)
+        if live is None:
+            live = self.lanes[key] = self._lane(rule, selection, rows, sink)
+        if isinstance(live.builder, _LivePointCloud):
+            live.builder.points = _ScanPoints(points)
+        data = live.builder.build(rows)
+        live.messages += len(data)
+        return Produced(live.lane.topic, live.type, live.builder.t(rows), data)
+
+    def _lane(self, rule: TopicRule, selection: dict, rows: pa.Table, sink: LiveSink) -> LiveLane:
+        split = selection.get(rule.split_by) if rule.split_by else None
+        frame = rule.frame_id or ""
+        if not frame and "frame_id" in rows.column_names and rows.num_rows:
+            frame = str(rows.column("frame_id")[0].as_py() or "")
+        lane = Lane(rule.topic_for(split), rule, frame, selection)
+        plan = plan_generic([lane], sink.ddl_catalog)
+        self.types.add(plan.types.texts, plan.types.structs)
+        self.warnings += plan.warnings
+        if FALLBACK in lane.extra:
+            builder: Builder = _LiveRowSample(None, LIVE_DRIVE, lane, 2)
+        elif rule.type == "sensor_msgs/msg/PointCloud2":
+            builder = _LivePointCloud(lane)
+        else:
+            builder = make_builder(None, LIVE_DRIVE, lane, "ros2", 0)  # type: ignore[arg-type]
+        return LiveLane(lane, builder, lane_type(lane))
+
+
+def _lane_rows(rule: TopicRule, w: Written) -> list[tuple[dict, pa.Table]]:
+    """The rows of `w` per lane of `rule`: (selection, rows), as the exporter's lanes select
+    them (stream, `where` globs, `split_by` value)."""
+    keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in w.rows.column_names]
+    keys = list(dict.fromkeys(keys))
+    combos = w.rows.select(keys).group_by(keys).aggregate([]).to_pylist()
+    out = []
+    for combo in sorted(combos, key=lambda c: [str(c[k]) for k in keys]):
+        if not all(rule.selects(k, v) for k, v in combo.items()):
+            continue
+        mask = None
+        for k, v in combo.items():
+            e = pc.equal(w.rows.column(k), v)
+            mask = e if mask is None else pc.and_(mask, e)
+        rows = w.rows if len(combos) == 1 else w.rows.filter(mask)
+        selection = {k: v for k, v in combo.items() if k in ("stream", rule.split_by)}
+        out.append((selection, rows))
+    return out
+
+
+def _points_by_stream(written: list[Written]) -> dict[str, pa.Table]:
+    parts: dict[str, list[pa.Table]] = {}
+    for w in written:
+        if w.table == POINTS_TABLE:
+            parts.setdefault(w.stream, []).append(w.rows)
+    return {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+class _ScanPoints:
+    """The points of one poll's scans, read by scan-id range as `source.ScanPoints` does."""
+
+    def __init__(self, points: pa.Table | None) -> None:
+        self.points = points
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        if self.points is None:
+            raise ExportError(f"scans {lo}..{hi} came without their points")
+        ids = self.points.column("scan_id").to_numpy()
+        keep = (ids >= lo) & (ids <= hi)
+        return self.points.filter(pa.array(keep))
+
+
+class _LivePointCloud(PointCloudBuilder):
+    """PointCloudBuilder whose points come from the poll, not from a lake partition."""
+
+    def __init__(self, lane: Lane) -> None:
+        Builder.__init__(self, None, LIVE_DRIVE, lane, 2)  # type: ignore[arg-type]
+        if lane.rule.options.get("points", "sensor") != "sensor":
+            raise ExportError(f"{lane.topic}: points in base_link need the calibrated layer")
+        layout = lane.rule.options.get("layout", "xyzirt")
+        if layout not in LAYOUTS:
+            raise ExportError(f"{lane.topic}: options.layout must be one of {list(LAYOUTS)}")
+        self.layout = LAYOUTS[layout]
+        self.points = _ScanPoints(None)
+
+
+class _LiveRowSample(RowSampleBuilder):
+    """Rows of a struct without a ROS type as JSON samples (no lake schema to look up)."""
+
+    def __init__(self, lake: None, drive: str, lane: Lane, ros: int) -> None:
+        Builder.__init__(self, lake, drive, lane, ros)  # type: ignore[arg-type]
+
+
+__all__ = ["LIVE_DRIVE", "LiveTopics", "Produced"]
