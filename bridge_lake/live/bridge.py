@@ -168,9 +168,9 @@ class LiveBridge:
                 idle = time.monotonic() - last_growth
                 if idle >= cfg.idle_s:
                     return f"{path.name} did not grow for {cfg.idle_s:g} s"
-                if poll.chunks == 0 and cfg.path.is_dir() and self._newer_part(path):
-                    if idle >= min(cfg.idle_s, 1.0):
-                        return f"{path.name} idle while a next part is written"
+                waiting = poll.chunks == 0 and idle >= min(cfg.idle_s, 1.0)
+                if waiting and cfg.path.is_dir() and self._newer_part(path):
+                    return f"{path.name} idle while a next part is written"
                 await asyncio.sleep(cfg.poll_s)
             return "stopped"
         finally:

@@ -82,7 +82,10 @@ class CatalogDifference:
     final: str | None
 
     def __str__(self) -> str:
-        return f"stream {self.stream_id}: {self.what} was {self.live!r} live, {self.final!r} in the file"
+        return (
+            f"stream {self.stream_id}: {self.what} was {self.live!r} live, "
+            f"{self.final!r} in the file"
+        )
 
 
 @dataclass
@@ -225,8 +228,8 @@ class AdtfFollower:
             self.header.version >= 0x0400
         ):
             out.notices.append(
-                f"catalog {self.catalog.path} is an ADTF {2 if self.catalog.version < 0x0400 else 3} "
-                f"file, {self.path} is not: catalog not used"
+                f"catalog {self.catalog.path} and {self.path} are of different ADTF "
+                "generations (2 / 3): catalog not used"
             )
             self.catalog = None
         return True
