@@ -4,8 +4,9 @@ The header is written at once with what is known when recording starts (magic, v
 order, data offset, creation time, description) and its counts, sizes and index offsets left
 0, as a recorder does: a reader of the growing file (`bridge-lake live`) can tell what it is
 from its first bytes. Chunks are streamed to disk as they arrive; only the sparse master
-index (the first chunk of each stream, every stream-type chunk and key chunk, then about one chunk per stream per
-second) is kept in memory, so writing a multi-GB recording needs constant memory. Extension
+index (the first chunk of each stream, every stream-type chunk and key chunk, then about one
+chunk per stream per second) is kept in memory, so writing a multi-GB recording needs
+constant memory. Extension
 payloads, the extension table and the final header are written on close, which is exactly why
 a crashed recording has none of them (spec §1).
 
