@@ -11,6 +11,7 @@ from pathlib import Path
 from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
 from bridge_lake.cli_common import lake_from_args
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.play.cli import add_command as add_play_command
 from bridge_lake.query_output import FORMATS as QUERY_FORMATS
@@ -489,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rig_commands(sub)
     add_scene_commands(sub)
     add_play_command(sub)
+    add_live_commands(sub)
     return parser
 
 

@@ -32,7 +32,7 @@ from bridge_lake.export.mapping import Mapping as TopicMapping
 from bridge_lake.export.messages import Serialized
 from bridge_lake.formats.adtf import RECORDING_SUFFIXES, Sample, Stream
 from bridge_lake.formats.adtf.follow import AdtfFollower, Catalog, Poll
-from bridge_lake.live.outputs import LiveMcap, Server, channel_for
+from bridge_lake.live.outputs import SUBSCRIBE_WAIT_S, LiveMcap, Server, channel_for
 from bridge_lake.live.sink import LiveSink
 from bridge_lake.live.summary import LiveSummary
 from bridge_lake.live.topics import LiveTopics, Produced
@@ -272,13 +272,18 @@ class LiveBridge:
         self.mcap.write(ids[channel], times, merged)
 
     async def _server_channels(self, produced: list[Produced]) -> list[int]:
-        out = []
+        """The server's channel of each topic; new ones are advertised and their first
+        messages wait (SUBSCRIBE_WAIT_S at most) for the clients to subscribe."""
+        out, new = [], []
         for p in produced:
             cid = self._channels.get(p.topic)
             if cid is None and self.server is not None:
                 cid = await self.server.add_channel(channel_for(self.topics.types, p.topic, p.type))
                 self._channels[p.topic] = cid
+                new.append(cid)
             out.append(cid or 0)
+        if new and self.server is not None:
+            await self.server.wait_subscribed(new, SUBSCRIBE_WAIT_S)
         return out
 
 

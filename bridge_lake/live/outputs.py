@@ -13,6 +13,7 @@ receive-side figure that chose it for the player, shared/notes/foxglove-ws.md).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import warnings
@@ -47,9 +48,15 @@ def channel_for(types: ExportTypes, topic: str, typename: str) -> LiveChannel:
     return LiveChannel(topic, d.name, d.encoding, d.text.encode(), "cdr")
 
 
+SUBSCRIBE_WAIT_S = 0.5
+"""How long the first messages of a new topic wait for the connected clients to subscribe to
+it (a client cannot subscribe to a channel before it is advertised)."""
+
+
 class Server(Protocol):
     async def start(self) -> None: ...
     async def add_channel(self, channel: LiveChannel) -> int: ...
+    async def wait_subscribed(self, channel_ids: list[int], timeout_s: float) -> None: ...
     async def send(self, channel_id: int, log_time: int, payload: bytes) -> None: ...
     async def stop(self) -> None: ...
 
@@ -98,6 +105,17 @@ class FoxgloveServerAdapter:
     async def send(self, channel_id: int, log_time: int, payload: bytes) -> None:
         assert self._server is not None
         await self._server.send_message(channel_id, log_time, payload)
+
+    async def wait_subscribed(self, channel_ids: list[int], timeout_s: float) -> None:
+        """Until every connected client subscribed to `channel_ids`, at most `timeout_s`."""
+        assert self._server is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline:
+            clients = self._server._clients  # noqa: SLF001 - the package has no accessor
+            if all(c in x.subscriptions_by_channel for x in clients for c in channel_ids):
+                return
+            await asyncio.sleep(0.002)
 
     async def stop(self) -> None:
         if self._server is None:
