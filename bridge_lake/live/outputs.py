@@ -112,7 +112,7 @@ class FoxgloveServerAdapter:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while loop.time() < deadline:
-            clients = self._server._clients  # noqa: SLF001 - the package has no accessor
+            clients = self._server._clients  # the package has no accessor
             if all(c in x.subscriptions_by_channel for x in clients for c in channel_ids):
                 return
             await asyncio.sleep(0.002)
