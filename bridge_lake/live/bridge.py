@@ -33,6 +33,7 @@ from bridge_lake.export.messages import Serialized
 from bridge_lake.formats.adtf import RECORDING_SUFFIXES, Sample, Stream
 from bridge_lake.formats.adtf.follow import AdtfFollower, Catalog, Poll
 from bridge_lake.live.outputs import SUBSCRIBE_WAIT_S, LiveMcap, Server, channel_for
+from bridge_lake.live.rig import drive_rig
 from bridge_lake.live.sink import LiveSink
 from bridge_lake.live.summary import LiveSummary
 from bridge_lake.live.topics import LiveTopics, Produced
@@ -197,9 +198,17 @@ class LiveBridge:
             s.quarantine.append(f"{path.name} offset {q.offset} ({q.length} bytes): {q.reason}")
         if not poll.samples:
             return []
+        produced: list[Produced] = []
         if rec.clock is None:
             rec.clock = _clock(follower, poll.samples[0])
             s.clock = rec.clock.method
+            first_ns = poll.samples[0].time_ns + rec.clock.offset_ns
+            rows, found = drive_rig(
+                self.config.path if self.config.path.is_dir() else path.parent, first_ns
+            )
+            s.notices.append(found)
+            if rows is not None:
+                produced += self.topics.use_rig(rows, first_ns)
         jobs = rec.by_id
         for sample in poll.samples:
             job = jobs.get(sample[0])
@@ -211,7 +220,7 @@ class LiveBridge:
         s.samples += len(poll.samples)
         s.chunks += poll.chunks
         s.bytes += poll.bytes
-        return self.topics.messages(self.sink.take(), self.sink)
+        return produced + self.topics.messages(self.sink.take(), self.sink)
 
     def _job(self, stream: Stream, path: Path) -> object:
         rec = self._recording

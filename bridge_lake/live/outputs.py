@@ -133,10 +133,11 @@ class LiveMcap:
         self.output = McapOutput(path, encoding="ros2", compression="zstd", types=types)
         self.channels: dict[str, int] = {}
 
-    def channel(self, topic: str, typename: str) -> int:
+    def channel(self, topic: str, typename: str, latched: bool = False) -> int:
         channel = self.channels.get(topic)
         if channel is None:
-            channel = self.channels[topic] = self.output.add_topic(topic, typename)
+            channel = self.output.add_topic(topic, typename, latched=latched)
+            self.channels[topic] = channel
         return channel
 
     def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:

@@ -8,8 +8,10 @@ decoder of a camera). Generated DDL types are planned when a stream's lane first
 (`generic_types.plan_generic`, with the DDL the normalizer declared for the stream).
 
 What cannot be live (said in `offline_only`, never dropped silently): rules on the
-calibrated layer (/tf, /tf_static: poses are fitted over the whole drive), `json` rules and
-lidar points in base_link (they need the lake).
+calibrated layer (/tf: poses are fitted over the whole drive), `json` rules and lidar points
+in base_link (they need the lake). /tf_static needs only the rig: with one (`use_rig`) it is
+published once, stamped at the first message, and cameras get their optical frame, as the
+exporter does.
 """
 
 from __future__ import annotations
@@ -27,12 +29,21 @@ from bridge_lake.export.generic import RowSampleBuilder
 from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_generic
 from bridge_lake.export.mapping import JSON_TYPE, Mapping, TopicRule
 from bridge_lake.export.messages import ExportTypes
-from bridge_lake.export.source import LAYOUTS, Builder, ExportError, Lane, PointCloudBuilder
+from bridge_lake.export.source import (
+    LAYOUTS,
+    Builder,
+    ExportError,
+    Lane,
+    PointCloudBuilder,
+    TfStaticBuilder,
+)
 from bridge_lake.live.sink import LiveSink, Written
 
 LIVE_DRIVE = "live"
 """The drive name builders are given (they read nothing from a lake here)."""
 POINTS_TABLE = "lidar_points"
+TF_STATIC_TABLE = "calibrated/tf_static"
+TF_TYPE = "tf2_msgs/msg/TFMessage"
 
 
 @dataclass
@@ -65,6 +76,24 @@ class LiveTopics:
     unpublished: dict[str, int] = field(default_factory=dict)
     """stream/table without a topic -> rows (no rule of the mapping takes them)"""
     warnings: list[str] = field(default_factory=list)
+    static_frames: set[str] = field(default_factory=set)
+    latched: set[str] = field(default_factory=set)
+    """topics whose messages every subscriber should get (/tf_static)"""
+
+    def use_rig(self, rows: pa.Table, stamp_ns: int) -> list[Produced]:
+        """The rig's /tf_static (every rule on calibrated/tf_static), once, stamped at
+        `stamp_ns` as the exporter stamps it at the drive's start."""
+        self.static_frames = set(rows.column("child_frame").to_pylist())
+        out = []
+        for rule in self.mapping.topics:
+            if rule.table != TF_STATIC_TABLE:
+                continue
+            self.offline_only.pop(rule.topic, None)
+            lane = Lane(rule.topic, rule, "", {}, extra={"stamp_ns": stamp_ns})
+            data = TfStaticBuilder(None, LIVE_DRIVE, lane, 2).build(rows)  # type: ignore[arg-type]
+            self.latched.add(rule.topic)
+            out.append(Produced(rule.topic, TF_TYPE, np.array([stamp_ns], np.int64), data))
+        return out
 
     def __post_init__(self) -> None:
         for rule in self.mapping.topics:
@@ -120,6 +149,8 @@ class LiveTopics:
         frame = rule.frame_id or ""
         if not frame and "frame_id" in rows.column_names and rows.num_rows:
             frame = str(rows.column("frame_id")[0].as_py() or "")
+        if rule.table == "normalized/camera_frames" and f"{frame}_optical" in self.static_frames:
+            frame = f"{frame}_optical"  # as the exporter: images in the optical frame
         lane = Lane(rule.topic_for(split), rule, frame, selection)
         plan = plan_generic([lane], sink.ddl_catalog)
         self.types.add(plan.types.texts, plan.types.structs)
