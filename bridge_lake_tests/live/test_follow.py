@@ -98,9 +98,7 @@ def test_adtf2_without_catalog_publishes_raw_payloads_and_says_so(recordings, tm
     assert any("no name before the file closes" in n for n in poll.notices)
 
 
-def test_a_damaged_chunk_is_quarantined_with_its_offset_and_the_walk_goes_on(
-    recordings, tmp_path
-):
+def test_a_damaged_chunk_is_quarantined_with_its_offset_and_the_walk_goes_on(recordings, tmp_path):
     path = recordings["adtf3"]
     truth = _truth(path)
     victim = truth[len(truth) // 2]

@@ -1,0 +1,176 @@
+"""`bridge-lake live` end to end: a recorder process writes a synthetic drive at real-time
+pace (ADTF 3 and ADTF 2, one file or split parts), the bridge follows it, a real Foxglove
+WebSocket client (`websockets`, foxglove.websocket.v1) receives it; the live MCAP is compared
+with the offline export of the same drive through the lake."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcap_ros2.decoder import DecoderFactory
+
+from bridge_lake.live.check import compare_counts
+from bridge_lake.synth.adtf import write_adtf_drive
+from bridge_lake.synth.record import record
+from bridge_lake_tests.live.live_support import (
+    DRIVE_YAML,
+    ENV,
+    bridge,
+    listen,
+    mcap_messages,
+    offline_export,
+    recorder,
+)
+
+NOT_LIVE = {"/tf"}  # fitted poses: the calibrated layer over the whole drive
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    [src] = write_adtf_drive(tmp_path_factory.mktemp("src"), minutes=0.05, seed=8)
+    return src
+
+
+def _run(tmp_path: Path, src: Path, follow: Path, record_to: Path, *args: str, rec_args=()):
+    """Bridge first (waits for the file), client, then the recorder at 1x."""
+    proc, url = bridge(
+        follow, "--out", str(tmp_path / "live.mcap"), "--idle-s", "2", "--json",
+        str(tmp_path / "s.json"), *args,
+    )  # fmt: skip
+    got, thread = listen(url)
+    time.sleep(0.3)
+    writer = recorder(src, record_to, *rec_args)
+    assert writer.wait(60) == 0
+    out, err = proc.communicate(timeout=60)
+    thread.join(10)  # type: ignore[attr-defined]
+    return (
+        proc.returncode,
+        out.decode(),
+        err.decode(),
+        got,
+        json.loads((tmp_path / "s.json").read_text()),
+    )
+
+
+def _check_against_offline(tmp_path: Path, files: list[Path], got: dict) -> None:
+    live, complete = mcap_messages(tmp_path / "live.mcap")
+    assert complete
+    offline, _ = mcap_messages(offline_export(tmp_path / "off", files, tmp_path / "off.mcap"))
+    assert set(offline) - NOT_LIVE == set(live)
+    for topic, messages in live.items():
+        # master clock on the epoch (0x0500 / µs epoch chunk times): payloads agree too
+        assert messages == offline[topic], topic
+        assert got[topic] == messages, topic  # the WebSocket client: all, in order, same bytes
+        times = [t for t, _ in messages]
+        assert times == sorted(times)
+    check = compare_counts(tmp_path / "live.mcap", tmp_path / "off.mcap")
+    assert check.ok and check.not_live == ["/tf"]
+
+
+def test_adtf3_real_time_reaches_the_client_and_equals_the_offline_export(tmp_path, source):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "drive.yaml").write_text(DRIVE_YAML)
+    rc, out, err, got, summary = _run(
+        tmp_path, source, drive / "rec.dat", drive / "rec.dat", "--catalog-from", str(source)
+    )
+    assert rc == 0, out + err
+    assert summary["end"] == "rec.dat closed"
+    assert summary["catalog_differences"] == [] and summary["quarantine"] == []
+    assert summary["lag"]["p99_ms"] is not None
+    _check_against_offline(tmp_path, [drive / "rec.dat"], got)
+
+
+def test_adtf2_real_time_with_the_catalog_of_a_finished_recording(tmp_path, source):
+    catalog = tmp_path / "earlier.dat"
+    record(source, catalog, speed=0, version=0x0201)  # the same car's finished recording
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "drive.yaml").write_text(DRIVE_YAML)
+    rc, out, err, got, summary = _run(
+        tmp_path, source, drive / "rec.dat", drive / "rec.dat", "--catalog-from", str(catalog),
+        rec_args=("--version", "0x0201"),
+    )  # fmt: skip
+    assert rc == 0, out + err
+    assert summary["catalog_differences"] == []
+    assert "/sensor/imu/data" in summary["topics"]  # decoded by the catalog's DDL sidecar
+    _check_against_offline(tmp_path, [drive / "rec.dat"], got)
+
+
+def test_adtf3_without_catalog_publishes_provisional_names_and_reports_the_real_ones(
+    tmp_path, source
+):
+    rc, out, err, got, summary = _run(tmp_path, source, tmp_path / "r.dat", tmp_path / "r.dat")
+    assert rc == 1, out + err  # the camera has no topic without its name: said, exit 1
+    assert summary["provisional_names"] == [f"stream_{i}" for i in range(1, 7)]
+    assert (
+        "stream 1: name was 'stream_1' live, 'front_camera' in the file"
+        in (summary["catalog_differences"])
+    )
+    assert summary["unpublished"] == {"stream_1 (camera_frames)": 45}
+    assert summary["topics"]["/sensor/imu/data"]["messages"] == 300  # mapped by its DDL struct
+    assert sum(len(v) for v in got.values()) == summary["messages"]
+
+
+def test_a_split_recording_becomes_one_live_stream(tmp_path, source):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "drive.yaml").write_text(DRIVE_YAML)
+    rc, out, err, got, summary = _run(
+        tmp_path, source, drive, drive / "rec.dat", "--catalog-from", str(source),
+        rec_args=("--parts", "2"),
+    )  # fmt: skip
+    assert rc == 0, out + err
+    assert [Path(p).name for p in summary["parts"]] == ["rec.dat", "rec_001.dat"]
+    assert summary["topics"]["/sensor/imu/data"]["messages"] == 300
+    _check_against_offline(tmp_path, [drive / "rec.dat", drive / "rec_001.dat"], got)
+
+
+def test_sigkill_mid_recording_leaves_an_mcap_readers_open(tmp_path, source):
+    target = tmp_path / "rec.dat"
+    proc, _ = bridge(target, "--out", str(tmp_path / "live.mcap"), "--catalog-from", str(source))
+    writer = recorder(source, target)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    writer.wait(60)
+    messages, complete = mcap_messages(tmp_path / "live.mcap")
+    assert not complete and sum(map(len, messages.values())) > 100
+    from mcap.reader import NonSeekingReader
+
+    with (tmp_path / "live.mcap").open("rb") as f:
+        reader = NonSeekingReader(f, decoder_factories=[DecoderFactory()])
+        n = 0
+        try:
+            for _, channel, _, ros in reader.iter_decoded_messages(
+                topics=["/sensor/imu/data"], log_time_order=False
+            ):
+                assert channel.topic == "/sensor/imu/data" and ros.header.frame_id == "imu"
+                n += 1
+        except Exception:
+            pass
+    assert n == len(messages["/sensor/imu/data"]) > 0
+    check = compare_counts(tmp_path / "live.mcap", tmp_path / "live.mcap")
+    assert not check.live_complete
+
+
+@pytest.mark.parametrize("case", ["missing", "not_adtf"])
+def test_bad_paths_end_with_one_line_and_exit_2(tmp_path, case):
+    target = tmp_path / "rec.dat"
+    if case == "not_adtf":
+        target.write_bytes(b"\x89PNG" + bytes(5000))
+    cmd = [sys.executable, "-m", "bridge_lake.cli", "live", str(target), "--port", "0"]
+    done = subprocess.run([*cmd, "--appear-s", "0.5"], env=ENV, capture_output=True, timeout=30)
+    assert done.returncode == 2
+    err = done.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and str(target) in err[0] and "Traceback" not in err[0]
+    if case == "not_adtf":
+        assert "offset 0" in err[0] and "not an ADTF recording" in err[0]
+    else:
+        assert "did not appear within 0.5 s" in err[0]
