@@ -174,3 +174,43 @@ def test_bad_paths_end_with_one_line_and_exit_2(tmp_path, case):
         assert "offset 0" in err[0] and "not an ADTF recording" in err[0]
     else:
         assert "did not appear within 0.5 s" in err[0]
+
+
+def test_a_damaged_chunk_is_quarantined_and_the_rest_published(tmp_path, source):
+    import struct
+
+    from bridge_lake.formats.adtf import open_dat
+
+    rec = tmp_path / "clean.dat"
+    record(source, rec, speed=0)
+    with open_dat(rec) as f:
+        offsets = [s.offset for s in f.samples()]
+    victim = offsets[len(offsets) // 2]
+    data = bytearray(rec.read_bytes())
+    struct.pack_into("<H", data, victim + 20, 999)  # stream id outside 1..512
+    target = tmp_path / "rec.dat"
+    proc, _ = bridge(target, "--idle-s", "1", "--catalog-from", str(source), "--json",
+                     str(tmp_path / "s.json"))  # fmt: skip
+    target.write_bytes(bytes(data))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out.decode() + err.decode()
+    summary = json.loads((tmp_path / "s.json").read_text())
+    [q] = summary["quarantine"]
+    assert f"offset {victim}" in q and "stream id 999" in q
+    assert summary["samples"] == len(offsets) - 1
+
+
+def test_a_rewritten_file_restarts_the_bridge_and_says_so(tmp_path, source):
+    first, second = tmp_path / "a.dat", tmp_path / "b.dat"
+    record(source, first, speed=0)
+    record(source, second, speed=0, version=0x0400)
+    target = tmp_path / "rec.dat"
+    proc, _ = bridge(target, "--idle-s", "1.5", "--json", str(tmp_path / "s.json"))
+    target.write_bytes(first.read_bytes()[:500_000])
+    time.sleep(0.5)
+    target.write_bytes(second.read_bytes())
+    out, err = proc.communicate(timeout=60)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["restarts"] == 1, out.decode() + err.decode()
+    assert any("truncated or rewritten" in n for n in summary["notices"])
+    assert "restarts (file rewritten)" in out.decode()
