@@ -160,19 +160,20 @@ class LiveBridge:
             while not self._stop.is_set():
                 t0 = time.monotonic_ns()
                 poll = follower.poll()
-                if poll.size != last_size:
-                    last_size, last_growth = poll.size or 0, time.monotonic()
+                now = time.monotonic()
+                if poll.size != last_size or poll.chunks:
+                    last_size, last_growth = poll.size or 0, now
+                idle = now - last_growth
                 await self._publish(self._handle(path, follower, poll), t0)
                 if poll.closed:
                     self.summary.differences += [str(d) for d in follower.differences]
                     return f"{path.name} closed"
-                idle = time.monotonic() - last_growth
                 if idle >= cfg.idle_s:
                     return f"{path.name} did not grow for {cfg.idle_s:g} s"
                 waiting = poll.chunks == 0 and idle >= min(cfg.idle_s, 1.0)
                 if waiting and cfg.path.is_dir() and self._newer_part(path):
                     return f"{path.name} idle while a next part is written"
-                await asyncio.sleep(cfg.poll_s)
+                await asyncio.sleep(0 if poll.more else cfg.poll_s)
             return "stopped"
         finally:
             self.summary.triggers += follower.triggers
@@ -246,39 +247,46 @@ class LiveBridge:
         rec.by_id.clear()
 
     async def _publish(self, produced: list[Produced], t0: int) -> None:
-        """One poll's messages, merged by time, to the MCAP (then flushed) and the server."""
+        """One poll's messages to the MCAP (then flushed: whole chunks on disk) and to the
+        server, merged by time (each topic's messages stay in order)."""
         if not produced:
             return
-        topics = [p.topic for p in produced]
-        channel = np.concatenate(
-            [np.full(len(p.times), i, np.int64) for i, p in enumerate(produced)]
-        )
+        if self.mcap is not None:
+            self._write_mcap(produced)
+        ids = await self._server_channels(produced)
+        which = np.concatenate([np.full(len(p.times), i, np.int64) for i, p in enumerate(produced)])
+        index = np.concatenate([np.arange(len(p.times)) for p in produced])
         times = np.concatenate([p.times for p in produced])
         order = np.argsort(times, kind="stable")
-        merged = Serialized.concat([p.messages for p in produced]).take(order)
-        times, channel = times[order], channel[order]
-        if self.mcap is not None:
-            self._write_mcap(produced, channel, times, merged)
-        ids = await self._server_channels(produced)
-        summary = self.summary
-        for k in range(len(times)):
-            p = produced[int(channel[k])]
-            payload = merged.message(k)
-            if self.server is not None:
-                await self.server.send(ids[int(channel[k])], int(times[k]), bytes(payload))
-            if self.on_message is not None:
-                self.on_message(p.topic, int(times[k]), payload)
-        now = time.monotonic_ns()
-        summary.lag_ns.append(now - t0)
-        for i, p in enumerate(produced):
-            summary.count(topics[i], p.type, len(p.times))
+        if self.server is not None or self.on_message is not None:
+            w, x, ts = which[order].tolist(), index[order].tolist(), times[order].tolist()
+            for i, k, t in zip(w, x, ts, strict=True):
+                payload = produced[i].messages.message(k)
+                if self.server is not None:
+                    await self.server.send(ids[i], t, bytes(payload))
+                if self.on_message is not None:
+                    self.on_message(produced[i].topic, t, payload)
+        self.summary.lag_ns.append(time.monotonic_ns() - t0)
+        for p in produced:
+            self.summary.count(p.topic, p.type, len(p.times))
 
-    def _write_mcap(
-        self, produced: list[Produced], channel: np.ndarray, times: np.ndarray, merged: Serialized
-    ) -> None:
+    def _write_mcap(self, produced: list[Produced]) -> None:
+        """Each topic's messages in time order (lanes of one topic merged as the exporter
+        merges them; a topic of one lane is written as built, without a copy), flushed."""
         assert self.mcap is not None
-        ids = np.array([self.mcap.channel(p.topic, p.type) for p in produced], np.uint16)
-        self.mcap.write(ids[channel], times, merged)
+        by_topic: dict[str, list[Produced]] = {}
+        for p in produced:
+            by_topic.setdefault(p.topic, []).append(p)
+        for topic, parts in by_topic.items():
+            cid = self.mcap.channel(topic, parts[0].type, topic in self.topics.latched)
+            times, messages = parts[0].times, parts[0].messages
+            if len(parts) > 1:
+                times = np.concatenate([p.times for p in parts])
+                order = np.argsort(times, kind="stable")
+                times = times[order]
+                messages = Serialized.concat([p.messages for p in parts]).take(order)
+            self.mcap.output.write(np.full(len(times), cid, np.uint16), times, messages)
+        self.mcap.flush()
 
     async def _server_channels(self, produced: list[Produced]) -> list[int]:
         """The server's channel of each topic; new ones are advertised and their first

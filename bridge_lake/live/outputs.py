@@ -20,10 +20,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.export.messages import ExportTypes, Serialized
+from bridge_lake.export.messages import ExportTypes
 from bridge_lake.export.writers import McapOutput
 
 with warnings.catch_warnings():  # foxglove-websocket imports websockets' legacy server API
@@ -140,9 +138,8 @@ class LiveMcap:
             self.channels[topic] = channel
         return channel
 
-    def write(self, channels: np.ndarray, times: np.ndarray, messages: Serialized) -> None:
-        """Messages in the order given (merged by time), then flushed as whole chunks."""
-        self.output.write(channels, times, messages)
+    def flush(self) -> None:
+        """Whole chunks of everything written so far on disk (see module)."""
         self.output.writer.flush()
 
     def close(self, metadata: dict[str, str]) -> None:

@@ -66,16 +66,12 @@ async def _client(url: str, got: dict[str, list[tuple[int, bytes]]]) -> None:
             got[topics[sub]].append((t, bytes(frame[13:])))
 
 
-def listen(
-    url: str,
-) -> tuple[dict[str, list[tuple[int, bytes]]], asyncio.AbstractEventLoop, object]:
-    """Start the client on a thread of its own; join with `finish`."""
-
+def listen(url: str) -> tuple[dict[str, list[tuple[int, bytes]]], threading.Thread]:
+    """The client on a thread of its own (it ends when the server closes): what it got."""
     got: dict[str, list[tuple[int, bytes]]] = defaultdict(list)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=lambda: loop.run_until_complete(_client(url, got)))
+    thread = threading.Thread(target=lambda: asyncio.run(_client(url, got)))
     thread.start()
-    return got, loop, thread
+    return got, thread
 
 
 def mcap_messages(path: Path) -> tuple[dict[str, list[tuple[int, bytes]]], bool]:

@@ -50,8 +50,9 @@ from bridge_lake.formats.adtf.samples import (
     read_string,
 )
 
-READ_BLOCK = 8 << 20
-"""Bytes read per step of a poll: bounds the memory of a poll whatever the backlog."""
+READ_BLOCK = 4 << 20
+"""Bytes a poll reads at most (more only for one chunk that is bigger): bounds its memory
+whatever the backlog; `Poll.more` says that bytes are waiting."""
 MAX_CHUNK = 1 << 30
 """A chunk header claiming more is damage (the largest camera frame is far below)."""
 RESYNC_CHAIN = 2
@@ -110,6 +111,8 @@ class Poll:
     bytes: int = 0
     size: int | None = None
     """the file's size at this poll (None: it does not exist)"""
+    more: bool = False
+    """complete chunks may be waiting beyond this poll's READ_BLOCK: poll again at once"""
 
 
 _CHUNK = struct.Struct("<QIIIHHQ")
@@ -187,14 +190,11 @@ class AdtfFollower:
             return out
         self._check_closed(size)
         end = self._data_end if self._data_end is not None else size
-        while self.pos < end:
+        if self.pos < end:
             block = os.pread(self._fd, min(READ_BLOCK, end - self.pos), self.pos)
-            if len(block) < ifhd.CHUNK_HEADER_SIZE:
-                break
-            used = self._walk(block, self.pos, end, out)
-            if used == 0:
-                break
-            self.pos += used
+            if len(block) >= ifhd.CHUNK_HEADER_SIZE:
+                self.pos += self._walk(block, self.pos, end, out)
+                out.more = self.pos + ifhd.CHUNK_HEADER_SIZE <= end and out.chunks > 0
         if self._data_end is not None and self.pos >= self._data_end:
             self._finish(out)
         return out
