@@ -29,6 +29,10 @@ with warnings.catch_warnings():  # foxglove-websocket imports websockets' legacy
     from foxglove_websocket.server import FoxgloveServer
 
 ROS2 = 2
+LIVE_COMPRESSION = "lz4"
+"""The live MCAP's chunk compression: every poll waits for its chunk to be compressed
+(flushed whole), and lz4 keeps that wait short; zstd packs tighter for files kept long
+(the offline export)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class LiveMcap:
 
     def __init__(self, path: str | os.PathLike[str], types: ExportTypes) -> None:
         self.path = str(path)
-        self.output = McapOutput(path, encoding="ros2", compression="zstd", types=types)
+        self.output = McapOutput(path, encoding="ros2", compression=LIVE_COMPRESSION, types=types)
         self.channels: dict[str, int] = {}
 
     def channel(self, topic: str, typename: str, latched: bool = False) -> int:

@@ -166,19 +166,27 @@ class LiveTopics:
 
 def _lane_rows(rule: TopicRule, w: Written) -> list[tuple[dict, pa.Table]]:
     """The rows of `w` per lane of `rule`: (selection, rows), as the exporter's lanes select
-    them (stream, `where` globs, `split_by` value)."""
-    keys = [c for c in ("stream", *rule.where, rule.split_by) if c and c in w.rows.column_names]
-    keys = list(dict.fromkeys(keys))
-    combos = w.rows.select(keys).group_by(keys).aggregate([]).to_pylist()
+    them (stream, `where` globs, `split_by` value). The rows are one stream's; a column
+    with one value in them (the usual case) needs no grouping."""
+    keys = [c for c in (*rule.where, rule.split_by) if c and c in w.rows.column_names]
+    keys = list(dict.fromkeys(k for k in keys if k != "stream"))
+    values = {k: pc.unique(w.rows.column(k)).to_pylist() for k in keys}
+    if all(len(v) == 1 for v in values.values()):
+        combos = [{"stream": w.stream, **{k: v[0] for k, v in values.items()}}]
+    else:
+        grouped = w.rows.select(keys).group_by(keys).aggregate([]).to_pylist()
+        combos = [{"stream": w.stream, **c} for c in grouped]
     out = []
     for combo in sorted(combos, key=lambda c: [str(c[k]) for k in keys]):
         if not all(rule.selects(k, v) for k, v in combo.items()):
             continue
-        mask = None
-        for k, v in combo.items():
-            e = pc.equal(w.rows.column(k), v)
-            mask = e if mask is None else pc.and_(mask, e)
-        rows = w.rows if len(combos) == 1 else w.rows.filter(mask)
+        rows = w.rows
+        if len(combos) > 1:
+            mask = None
+            for k in keys:
+                e = pc.equal(w.rows.column(k), combo[k])
+                mask = e if mask is None else pc.and_(mask, e)
+            rows = w.rows.filter(mask)
         selection = {k: v for k, v in combo.items() if k in ("stream", rule.split_by)}
         out.append((selection, rows))
     return out
