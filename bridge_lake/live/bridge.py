@@ -19,6 +19,7 @@ within `idle_s`. A path that never appears ends with `LiveTimeoutError` after `a
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import time
 from collections.abc import Callable
@@ -123,12 +124,16 @@ class LiveBridge:
 
     def _warm_up(self) -> None:
         """What the first poll would otherwise pay (200 ms measured): the message
-        definitions of the mapping's fixed types, the MCAP's first flush."""
+        definitions of the mapping's fixed types, the MCAP's first flush. Then every
+        object alive goes to the collector's permanent generation: a full collection walked
+        them all (the imported libraries), a pause of up to hundreds of ms at random polls."""
         for rule in self.config.topic_mapping.topics:
             if rule.type not in GENERATED_TYPES:
                 channel_for(self.topics.types, rule.topic, rule.type)
         if self.mcap is not None:
             self.mcap.flush()
+        gc.collect()
+        gc.freeze()  # the collector's full passes then skip every module and type loaded
 
     async def _wait_for_first_part(self) -> Path:
         cfg = self.config
