@@ -75,6 +75,8 @@ async def _client(url: str, arrivals: list[tuple[int, int]]) -> None:
                         new.append({"id": len(subs), "channelId": ch["id"]})
                     await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
                 continue
+            if frame[0] != 1:  # 2: the server's time
+                continue
             _, sub, t = struct.unpack_from("<BIQ", frame)
             if subs[sub] != "/tf_static":
                 arrivals.append((t, now))

@@ -282,6 +282,8 @@ class LiveBridge:
                     await self.server.send(ids[i], t, bytes(payload))
                 if self.on_message is not None:
                     self.on_message(produced[i].topic, t, payload)
+        if self.server is not None:
+            await self.server.broadcast_time(int(times.max()))
         self.summary.lag_ns.append(time.monotonic_ns() - t0)
         for p in produced:
             self.summary.count(p.topic, p.type, len(p.times))
@@ -311,7 +313,10 @@ class LiveBridge:
         for p in produced:
             cid = self._channels.get(p.topic)
             if cid is None and self.server is not None:
-                cid = await self.server.add_channel(channel_for(self.topics.types, p.topic, p.type))
+                latched = p.topic in self.topics.latched
+                cid = await self.server.add_channel(
+                    channel_for(self.topics.types, p.topic, p.type, latched)
+                )
                 self._channels[p.topic] = cid
                 new.append(cid)
             out.append(cid or 0)

@@ -12,7 +12,7 @@ from pathlib import Path
 from bridge_lake.export.mapping import default_mapping_path, load_mapping
 from bridge_lake.formats.adtf.follow import load_catalog
 from bridge_lake.live.bridge import POLL_S, LiveBridge, LiveConfig
-from bridge_lake.live.outputs import FoxgloveServerAdapter
+from bridge_lake.live.outputs import LiveServer
 from bridge_lake.normalize.adtf_mapping import resolve_mapping
 
 
@@ -31,7 +31,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.force:
         print(f"bridge-lake: error: {args.out} exists; pass --force", file=sys.stderr)
         return 2
-    server = FoxgloveServerAdapter(args.host, args.port)
+    server = LiveServer(args.host, args.port)
     bridge = LiveBridge(config, server=server, mcap=args.out)
 
     async def main() -> None:
@@ -39,7 +39,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, bridge.stop)
         task = asyncio.ensure_future(bridge.run())
-        while server._server is None and not task.done():
+        while not server.listening and not task.done():
             await asyncio.sleep(0.01)
         if not task.done():
             print(

@@ -241,6 +241,13 @@ class PlayServer:
                 return True
         return False
 
+    def all_subscribed(self, channel_ids: list[int]) -> bool:
+        """Whether every connected client has subscribed to each of `channel_ids` (the live
+        bridge lets a new topic's first messages wait for that)."""
+        assert self._server is not None
+        clients = self._server._clients
+        return all(c in x.subscriptions_by_channel for x in clients for c in channel_ids)
+
     def latch(self, channel_id: int, log_time: int, payload: bytes) -> None:
         """Keep a message of a latched channel for subscribers without sending it now."""
         kept = self._latched.get(channel_id)

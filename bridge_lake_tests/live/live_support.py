@@ -61,8 +61,9 @@ async def _client(url: str, got: dict[str, list[tuple[int, bytes]]]) -> None:
                         subs.append({"id": sub, "channelId": ch["id"]})
                     await ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
                 continue
-            op, sub, t = struct.unpack_from("<BIQ", frame)
-            assert op == 1
+            if frame[0] != 1:  # 2: the server's time (broadcast per poll)
+                continue
+            _, sub, t = struct.unpack_from("<BIQ", frame)
             got[topics[sub]].append((t, bytes(frame[13:])))
 
 
