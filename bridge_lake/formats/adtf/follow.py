@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,9 @@ MAX_CHUNK = 1 << 30
 RESYNC_CHAIN = 2
 """Valid chunks in a row that must follow damage before the walk resumes after it."""
 PROVISIONAL_PREFIX = "stream_"
+SIDECAR_WAIT_S = 2.0
+"""How long a closed ADTF 2 file's `.description` sidecar (written after the file) is waited
+for before its catalog is compared."""
 
 
 @dataclass
@@ -410,6 +414,13 @@ class AdtfFollower:
     def _finish(self, out: Poll) -> None:
         """The file is closed: compare the stream catalog it ends with to what was used."""
         self.closed = out.closed = True
+        sidecar = Path(self.path + ifhd.DDL_SIDECAR_SUFFIX)
+        if self.header is not None and self.header.version < 0x0400 and self.catalog is not None:
+            deadline = time.monotonic() + SIDECAR_WAIT_S
+            while not sidecar.is_file() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not sidecar.is_file():
+                out.notices.append(f"{sidecar} did not appear: the closed file has no DDL")
         try:
             with open_dat(self.path, strict=False) as f:
                 final = {s.stream_id: s for s in f.streams}
