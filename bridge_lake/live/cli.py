@@ -80,7 +80,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "and ADTF 2 types before the file is closed",
     )
     p.add_argument("--mapping", type=Path, help="export topic mapping (default: the ADTF one)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default local)")
     p.add_argument("--port", type=int, default=8765, help="0: any free port")
     p.add_argument("--out", type=Path, help="live MCAP to append to")
     p.add_argument("--force", action="store_true", help="overwrite --out")
@@ -95,8 +95,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "live-check",
         help="compare a live MCAP's messages per topic with the drive's offline export",
     )
-    p.add_argument("live", type=Path)
-    p.add_argument("offline", type=Path)
+    p.add_argument("live", type=Path, help="the MCAP `bridge-lake live --out` wrote")
+    p.add_argument("offline", type=Path, help="the drive's offline export (MCAP)")
     p.set_defaults(func=_cmd_live_check)
 
 
