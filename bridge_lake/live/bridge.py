@@ -41,6 +41,7 @@ from bridge_lake.live.summary import LiveSummary
 from bridge_lake.live.topics import LiveTopics, Produced
 from bridge_lake.normalize.adtf import stream_job
 from bridge_lake.normalize.adtf_clock import EPOCH_FLOOR_NS, RecordingClock
+from bridge_lake.normalize.adtf_jobs import Job, Substreams
 from bridge_lake.normalize.adtf_mapping import Mapping as StreamMapping
 
 POLL_S = 0.005
@@ -66,8 +67,8 @@ class LiveConfig:
 class _Recording:
     """The jobs of the recording being followed (streams matched by name across parts)."""
 
-    jobs: dict[str, object] = field(default_factory=dict)
-    by_id: dict[int, object] = field(default_factory=dict)
+    jobs: dict[str, Job | Substreams] = field(default_factory=dict)
+    by_id: dict[int, Job | Substreams] = field(default_factory=dict)
     clock: RecordingClock | None = None
 
 
@@ -208,9 +209,10 @@ class LiveBridge:
         rec = self._recording
         s = self.summary
         s.notices += poll.notices
-        if poll.restarted:
+        if poll.restarted:  # a new recording: its own clock, jobs and /tf_static
             s.restarts += 1
             self._finish_jobs()
+            rec.clock = None
         for q in poll.quarantine:
             s.quarantine.append(f"{path.name} offset {q.offset} ({q.length} bytes): {q.reason}")
         if not poll.samples:
@@ -231,28 +233,23 @@ class LiveBridge:
             job = jobs.get(sample[0])
             if job is None:
                 job = jobs[sample[0]] = self._job(follower.streams[sample[0]], path)
-            job.pending.append(sample)  # type: ignore[attr-defined]
+            job.pending.append(sample)
         for job in {id(j): j for j in jobs.values()}.values():
-            job.flush()  # type: ignore[attr-defined]
+            job.flush()
         s.samples += len(poll.samples)
         s.chunks += poll.chunks
         s.bytes += poll.bytes
         return produced + self.topics.messages(self.sink.take(), self.sink)
 
-    def _job(self, stream: Stream, path: Path) -> object:
+    def _job(self, stream: Stream, path: Path) -> Job | Substreams:
         rec = self._recording
+        assert rec.clock is not None  # set by the first sample of the recording
         key = stream.name or f"stream{stream.stream_id}"
         job = rec.jobs.get(key)
         if job is None:
-            rel = path.name
-            job = rec.jobs[key] = stream_job(
-                stream,
-                key,
-                rel,
-                self.sink,
-                self.config.stream_mapping,
-                rec.clock,  # type: ignore[arg-type]
-            )
+            mapping = self.config.stream_mapping
+            job = stream_job(stream, key, path.name, self.sink, mapping, rec.clock)
+            rec.jobs[key] = job
         return job
 
     def _finish_jobs(self) -> None:

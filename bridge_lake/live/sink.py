@@ -57,8 +57,11 @@ class LiveSink:
         return name
 
     def declare(self, info: StreamInfo) -> LiveStream:
-        stats = self.streams[(info.stream, info.table)] = LiveStream(info)
-        return stats
+        """A stream; declared again (the same name in a rewritten file) it keeps counting."""
+        key = (info.stream, info.table)
+        if key not in self.streams:
+            self.streams[key] = LiveStream(info)
+        return self.streams[key]
 
     def read(self, stream: str, table: str, n: int) -> None:
         self.streams[(stream, table)].read += int(n)
