@@ -214,3 +214,20 @@ def test_a_rewritten_file_restarts_the_bridge_and_says_so(tmp_path, source):
     assert summary["restarts"] == 1, out.decode() + err.decode()
     assert any("truncated or rewritten" in n for n in summary["notices"])
     assert "restarts (file rewritten)" in out.decode()
+
+
+def test_a_client_joining_late_still_gets_tf_static(tmp_path, source):
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "drive.yaml").write_text(DRIVE_YAML)
+    data = source.read_bytes()
+    (drive / "rec.dat").write_bytes(data[: len(data) // 2])  # then the recorder stalls
+    proc, url = bridge(drive / "rec.dat", "--idle-s", "3", "--catalog-from", str(source))
+    time.sleep(1.5)  # everything published before the client connects
+    got, thread = listen(url)
+    out, err = proc.communicate(timeout=60)
+    thread.join(10)
+    assert proc.returncode == 0, out.decode() + err.decode()
+    assert "did not grow for 3 s" in out.decode()
+    assert len(got["/tf_static"]) == 1  # latched: replayed on subscribe
+    assert not got["/sensor/imu/data"]  # the rest was sent before it came
