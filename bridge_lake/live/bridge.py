@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.export.mapping import GENERATED_TYPES
+from bridge_lake.export.kinds import GENERATED
 from bridge_lake.export.mapping import Mapping as TopicMapping
 from bridge_lake.export.messages import Serialized
 from bridge_lake.formats.adtf import RECORDING_SUFFIXES, Sample, Stream
@@ -129,7 +129,7 @@ class LiveBridge:
         object alive goes to the collector's permanent generation: a full collection walked
         them all (the imported libraries), a pause of up to hundreds of ms at random polls."""
         for rule in self.config.topic_mapping.topics:
-            if rule.type not in GENERATED_TYPES:
+            if rule.type not in GENERATED:
                 channel_for(self.topics.types, rule.topic, rule.type)
         if self.mcap is not None:
             self.mcap.flush()

@@ -23,27 +23,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge_lake.export import messages as msg
-from bridge_lake.export.exporter import make_builder
-from bridge_lake.export.generic import RowSampleBuilder
 from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_generic
-from bridge_lake.export.mapping import JSON_TYPE, Mapping, TopicRule
-from bridge_lake.export.messages import ExportTypes
-from bridge_lake.export.source import (
-    LAYOUTS,
-    Builder,
-    ExportError,
-    Lane,
-    PointCloudBuilder,
-    TfStaticBuilder,
-)
+from bridge_lake.export.kinds import KINDS
+from bridge_lake.export.kinds.ddl import RowSampleBuilder
+from bridge_lake.export.kinds.json_rows import JSON_TYPE
+from bridge_lake.export.kinds.point_cloud2 import LAYOUTS, PointCloudBuilder
+from bridge_lake.export.kinds.tf_message import TfStaticBuilder
+from bridge_lake.export.mapping import Mapping, TopicRule
+from bridge_lake.export.messages import ExportTypes, Serialized
+from bridge_lake.export.source import Builder, ExportError, Lane
 from bridge_lake.live.sink import LiveSink, Written
 
+ENCODING = "ros2"
 LIVE_DRIVE = "live"
 """The drive name builders are given (they read nothing from a lake here)."""
 POINTS_TABLE = "lidar_points"
 TF_STATIC_TABLE = "calibrated/tf_static"
 TF_TYPE = "tf2_msgs/msg/TFMessage"
+POINT_CLOUD_TYPE = "sensor_msgs/msg/PointCloud2"
 
 
 @dataclass
@@ -61,7 +58,7 @@ class Produced:
     topic: str
     type: str
     times: np.ndarray
-    messages: msg.Serialized
+    messages: Serialized
 
 
 @dataclass
@@ -90,7 +87,8 @@ class LiveTopics:
                 continue
             self.offline_only.pop(rule.topic, None)
             lane = Lane(rule.topic, rule, "", {}, extra={"stamp_ns": stamp_ns})
-            data = TfStaticBuilder(None, LIVE_DRIVE, lane, 2).build(rows)  # type: ignore[arg-type]
+            encode = KINDS[TF_TYPE].encoder(ENCODING)
+            data = TfStaticBuilder(None, LIVE_DRIVE, lane, encode).build(rows)
             self.latched.add(rule.topic)
             out.append(Produced(rule.topic, TF_TYPE, np.array([stamp_ns], np.int64), data))
         return out
@@ -155,12 +153,14 @@ class LiveTopics:
         plan = plan_generic([lane], sink.ddl_catalog)
         self.types.add(plan.types.texts, plan.types.structs)
         self.warnings += plan.warnings
+        kind = KINDS[rule.type]
         if FALLBACK in lane.extra:
-            builder: Builder = _LiveRowSample(None, LIVE_DRIVE, lane, 2)
-        elif rule.type == "sensor_msgs/msg/PointCloud2":
-            builder = _LivePointCloud(lane)
+            _, fallback = kind.pick(lane) if kind.pick else (None, kind)
+            builder: Builder = _LiveRowSample(lane, fallback.encoder(ENCODING))
+        elif rule.type == POINT_CLOUD_TYPE:
+            builder = _LivePointCloud(lane, kind.encoder(ENCODING))
         else:
-            builder = make_builder(None, LIVE_DRIVE, lane, "ros2", 0)  # type: ignore[arg-type]
+            builder = kind.open(None, LIVE_DRIVE, lane, ENCODING, 0)
         return LiveLane(lane, builder, lane_type(lane))
 
 
@@ -217,8 +217,8 @@ class _ScanPoints:
 class _LivePointCloud(PointCloudBuilder):
     """PointCloudBuilder whose points come from the poll, not from a lake partition."""
 
-    def __init__(self, lane: Lane) -> None:
-        Builder.__init__(self, None, LIVE_DRIVE, lane, 2)  # type: ignore[arg-type]
+    def __init__(self, lane: Lane, encode) -> None:
+        Builder.__init__(self, None, LIVE_DRIVE, lane, encode)
         if lane.rule.options.get("points", "sensor") != "sensor":
             raise ExportError(f"{lane.topic}: points in base_link need the calibrated layer")
         layout = lane.rule.options.get("layout", "xyzirt")
@@ -231,8 +231,8 @@ class _LivePointCloud(PointCloudBuilder):
 class _LiveRowSample(RowSampleBuilder):
     """Rows of a struct without a ROS type as JSON samples (no lake schema to look up)."""
 
-    def __init__(self, lake: None, drive: str, lane: Lane, ros: int) -> None:
-        Builder.__init__(self, lake, drive, lane, ros)  # type: ignore[arg-type]
+    def __init__(self, lane: Lane, encode) -> None:
+        Builder.__init__(self, None, LIVE_DRIVE, lane, encode)
 
 
 __all__ = ["LIVE_DRIVE", "LiveTopics", "Produced"]

@@ -158,6 +158,14 @@ def test_sigkill_mid_recording_leaves_an_mcap_readers_open(tmp_path, source):
     assert n == len(messages["/sensor/imu/data"]) > 0
     check = compare_counts(tmp_path / "live.mcap", tmp_path / "live.mcap")
     assert not check.live_complete
+    # issue 25's recover rewrites it into an indexed file with every whole message
+    cmd = [sys.executable, "-m", "bridge_lake.cli", "recover", str(tmp_path / "live.mcap")]
+    done = subprocess.run([*cmd, str(tmp_path / "rec.mcap")], env=ENV, capture_output=True)
+    assert done.returncode == 1, done.stdout.decode() + done.stderr.decode()  # was damaged
+    recovered, complete = mcap_messages(tmp_path / "rec.mcap")
+    assert complete
+    for topic, kept in messages.items():
+        assert recovered[topic][: len(kept)] == kept
 
 
 @pytest.mark.parametrize("case", ["missing", "not_adtf"])
