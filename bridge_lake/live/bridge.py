@@ -193,6 +193,12 @@ class LiveBridge:
                 await asyncio.sleep(0 if poll.more else cfg.poll_s)
             return "stopped"
         finally:
+            left = follower.unread()
+            if left:  # the part ended (idle, stopped) inside a chunk or on damage
+                self.summary.quarantine.append(
+                    f"{path.name} offset {follower.pos}: {left} bytes after the last complete "
+                    "chunk were not published (a chunk cut short, or damage)"
+                )
             self.summary.triggers += follower.triggers
             self.summary.type_changes += len(follower.type_changes)
             self.summary.provisional |= {

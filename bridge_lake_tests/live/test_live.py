@@ -228,14 +228,19 @@ def test_a_client_joining_late_still_gets_tf_static(tmp_path, source):
     drive = tmp_path / "drive"
     drive.mkdir()
     (drive / "drive.yaml").write_text(DRIVE_YAML)
-    data = source.read_bytes()
-    (drive / "rec.dat").write_bytes(data[: len(data) // 2])  # then the recorder stalls
+    from bridge_lake.formats.adtf import open_dat
+
+    with open_dat(source) as f:
+        offsets = [x.offset for x in f.samples()]
+    cut = offsets[len(offsets) // 2] + 40  # the recorder stalls inside a chunk
+    (drive / "rec.dat").write_bytes(source.read_bytes()[:cut])
     proc, url = bridge(drive / "rec.dat", "--idle-s", "3", "--catalog-from", str(source))
     time.sleep(1.5)  # everything published before the client connects
     got, thread = listen(url)
     out, err = proc.communicate(timeout=60)
     thread.join(10)
-    assert proc.returncode == 0, out.decode() + err.decode()
+    assert proc.returncode == 1, out.decode() + err.decode()  # the cut chunk: said, exit 1
     assert "did not grow for 3 s" in out.decode()
+    assert f"offset {cut - 40}: 40 bytes after the last complete chunk" in out.decode()
     assert len(got["/tf_static"]) == 1  # latched: replayed on subscribe
     assert not got["/sensor/imu/data"]  # the rest was sent before it came

@@ -167,6 +167,14 @@ class AdtfFollower:
             self._ident = ident
         return os.fstat(self._fd).st_size
 
+    def unread(self) -> int:
+        """Bytes of the chunk area after the last complete chunk handed out (a chunk cut
+        short, damage nothing valid follows, or bytes not polled yet)."""
+        if self.header is None or self._fd is None:
+            return 0
+        end = self._data_end if self._data_end is not None else os.fstat(self._fd).st_size
+        return max(0, end - self.pos)
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
