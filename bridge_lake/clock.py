@@ -158,6 +158,8 @@ class TimeOrder:
     gap_threshold_ns: int | None
     gaps: int
     longest_gap_ns: int
+    longest_gap_at_ns: int | None = None
+    """time of the record the longest step starts from (where to look for it)."""
 
 
 GAP_FACTOR = 5
@@ -177,6 +179,7 @@ def time_order(times_ns: np.ndarray, *, gap_threshold_ns: int | None = None) -> 
     if threshold is None and median is not None:
         threshold = GAP_FACTOR * median
     gap_steps = steps[steps > threshold] if threshold is not None else steps[:0]
+    longest = int(np.argmax(steps))
     return TimeOrder(
         count=int(t.size),
         backward=backward,
@@ -184,7 +187,8 @@ def time_order(times_ns: np.ndarray, *, gap_threshold_ns: int | None = None) -> 
         median_period_ns=median,
         gap_threshold_ns=threshold,
         gaps=int(gap_steps.size),
-        longest_gap_ns=int(steps.max()),
+        longest_gap_ns=int(steps[longest]),
+        longest_gap_at_ns=int(np.sort(t, kind="stable")[longest]),
     )
 
 

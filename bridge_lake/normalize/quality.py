@@ -9,6 +9,8 @@ vectorized pass over data that is in memory anyway.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -151,6 +153,11 @@ def sensor_table_findings(table: str, streams: list) -> list[Finding]:
                 "rows_written": sum(s.rows_written for s in mine),
                 "rows_quarantined": sum(s.rows_quarantined for s in mine),
             },
+            "; ".join(
+                f"{stream}: {v['read']} records read, {v['written']} rows written, "
+                f"{v['quarantined']} quarantined"
+                for stream, v in broken.items()
+            ),
         ),
     ]
     disorder = {s.info.stream: s.order.backward for s in mine if s.order and s.order.backward}
@@ -161,6 +168,7 @@ def sensor_table_findings(table: str, streams: list) -> list[Finding]:
             not disorder,
             True,
             {"out_of_order": disorder, "reordered": {s.info.stream: s.reordered for s in mine}},
+            "; ".join(f"{n} records out of order in {stream}" for stream, n in disorder.items()),
         )
     )
     rates, off = {}, {}
@@ -170,20 +178,55 @@ def sensor_table_findings(table: str, streams: list) -> list[Finding]:
             rates[s.info.stream] = {"expected_hz": expected, "observed_hz": round(observed, 3)}
             if abs(observed - expected) > RATE_TOLERANCE * expected:
                 off[s.info.stream] = rates[s.info.stream]
-    findings.append(Finding(table, "rate", not off, False, {"rates": rates, "off": off}))
+    findings.append(
+        Finding(table, "rate", not off, False, {"rates": rates, "off": off}, _rate_summary(off))
+    )
+    gapped = [s for s in mine if s.order and s.order.gaps]
     gaps = {
         s.info.stream: {
             "gaps": s.order.gaps,
             "longest_gap_s": s.order.longest_gap_ns / 1e9,
             "threshold_s": (s.order.gap_threshold_ns or 0) / 1e9,
+            "longest_gap_at": _clock_time(s.order.longest_gap_at_ns),
         }
-        for s in mine
-        if s.order and s.order.gaps
+        for s in gapped
     }
-    findings.append(Finding(table, "gaps", not gaps, False, {"streams_with_gaps": gaps}))
+    findings.append(
+        Finding(table, "gaps", not gaps, False, {"streams_with_gaps": gaps}, _gaps_summary(gapped))
+    )
     values = {s.info.stream: s.violations for s in mine if s.violations}
-    findings.append(Finding(table, "values", not values, False, {"violations": values}))
+    summary = "; ".join(
+        f"{stream}: " + ", ".join(f"{n} {what}" for what, n in v.items())
+        for stream, v in values.items()
+    )
+    findings.append(Finding(table, "values", not values, False, {"violations": values}, summary))
     return findings
+
+
+def _clock_time(ns: int | None) -> str:
+    """A master-clock time as the UTC time of day (ms), or seconds when it is not a date."""
+    if ns is None:
+        return "?"
+    if 10**17 < ns < 4 * 10**18:
+        return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    return f"{ns / 1e9:.3f} s"
+
+
+def _gaps_summary(streams: list) -> str:
+    """One line per gapped stream: '3 gaps over 0.5 s in gnss, the longest 4.2 s at 12:03:05'."""
+    return "; ".join(
+        f"{s.order.gaps} gap{'s' if s.order.gaps != 1 else ''} over "
+        f"{(s.order.gap_threshold_ns or 0) / 1e9:.3g} s in {s.info.stream}, the longest "
+        f"{s.order.longest_gap_ns / 1e9:.3g} s at {_clock_time(s.order.longest_gap_at_ns)}"
+        for s in streams
+    )
+
+
+def _rate_summary(off: dict) -> str:
+    return "; ".join(
+        f"{stream} at {r['observed_hz']:g} Hz, expected {r['expected_hz']:g} Hz"
+        for stream, r in off.items()
+    )
 
 
 def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Finding]:

@@ -109,6 +109,7 @@ def test_monotonic_fails_on_backward_time(tmp_path):
     _, result = _run(tmp_path, feed)
     f = _finding(result, "imu", "monotonic")
     assert not f.passed and f.metadata["out_of_order"] == {"imu0": 1}
+    assert f.summary == "1 records out of order in imu0"
 
 
 def test_rate_and_gaps_fail_on_a_slow_stream_with_a_hole(tmp_path):
@@ -122,6 +123,10 @@ def test_rate_and_gaps_fail_on_a_slow_stream_with_a_hole(tmp_path):
     assert not _finding(result, "imu", "rate").passed
     gaps = _finding(result, "imu", "gaps")
     assert not gaps.passed and gaps.metadata["streams_with_gaps"]["imu0"]["gaps"] >= 1
+    # T0 is 2012-01-08 13:56:15 UTC; at the expected 100 Hz every 0.1 s step is a gap (> 5
+    # periods), and the hole follows the 100th sample, 9.9 s later
+    assert gaps.summary == "100 gaps over 0.05 s in imu0, the longest 90.1 s at 13:56:24.900"
+    assert "imu0 at " in _finding(result, "imu", "rate").summary
 
 
 def test_value_checks_catch_bad_gnss_and_imu(tmp_path):
