@@ -12,10 +12,9 @@ topic, nominal rates), it also checks those, like `mcap doctor` and `rosbag info
 from __future__ import annotations
 
 import html
-import json
 import os
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,8 +25,17 @@ from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.ros.bag1_recover import scan_bag1
 from bridge_lake.formats.ros.bag2_recover import scan_bag2, storage_files
 from bridge_lake.formats.ros.damage import RosFormatError, ScanReport, recovered_name
-from bridge_lake.formats.ros.files import BAG1_MAGIC, MCAP_MAGIC, BoundedFile, BoundedPath
+from bridge_lake.formats.ros.decoding import McapDecoder, RosbagsDecoder, file_types
+from bridge_lake.formats.ros.files import RecordingError, recording_kind
 from bridge_lake.formats.ros.mcap_recover import scan_mcap
+from bridge_lake.formats.ros.readers import (
+    BagRecording,
+    McapRecording,
+    Recording,
+    RosChannel,
+    RosMessage,
+    open_recording,
+)
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
@@ -114,17 +122,14 @@ class FileHealth:
 
 
 def file_format(path: Path) -> str:
-    if path.is_dir():
-        if (path / "metadata.yaml").is_file() or storage_files(path):
-            return "bag2"  # without metadata.yaml: a crashed recording, diagnosed by the scan
-        raise HealthError(f"{path}: a folder without metadata.yaml is not a ROS 2 bag")
-    with path.open("rb") as f:
-        head = f.read(13)
-    if head.startswith(MCAP_MAGIC):
-        return "mcap"
-    if head.startswith(BAG1_MAGIC):
-        return "bag1"
-    raise HealthError(f"{path}: neither an MCAP file, a ROS 1 bag nor a ROS 2 bag folder")
+    """mcap | bag1 | bag2 by content (`formats.ros.files`); a folder of MCAP storage files
+    without metadata.yaml is a crashed ROS 2 bag, diagnosed by the scan."""
+    if path.is_dir() and not (path / "metadata.yaml").is_file() and storage_files(path):
+        return "bag2"
+    try:
+        return recording_kind(path)
+    except RecordingError as exc:
+        raise HealthError(str(exc)) from exc
 
 
 def scan_structure(path: Path, fmt: str) -> ScanReport | None:
@@ -175,29 +180,31 @@ def check_file(
     topics: dict[str, TopicHealth] = {}
     times: dict[str, array] = {}  # int64 log times, 8 bytes a message (a list: ~40)
     try:
-        reader = _mcap_messages(path) if fmt == "mcap" else _bag_messages(path)
-        compression, details = next(reader)  # type: ignore[misc]
-        for topic, typename, log_time, decode in reader:
-            t = topics.get(topic)
-            if t is None:
-                t = topics[topic] = TopicHealth(topic, typename)
-                times[topic] = array("q")
-            t.messages += 1
-            times[topic].append(log_time)
-            try:
-                message = decode()
-            except Exception as exc:  # any decoder failure is a finding, not a crash
-                t.decode_errors += 1
-                t.first_error = t.first_error or f"{type(exc).__name__}: {exc}"[:300]
-                continue
-            t.decoded += 1
-            stamp = _header_stamp(message)
-            if stamp is not None:
-                t.stamped += 1
-                t.stamp_mismatches += int(stamp != log_time)
-                if t.last_stamp is not None and stamp < t.last_stamp:
-                    t.stamps_backwards += 1
-                t.last_stamp = stamp
+        with open_recording(path) as recording:
+            compression, details = _describe(recording)
+            decode = _decoder(recording)
+            for m in recording.messages():
+                topic = m.channel.topic
+                t = topics.get(topic)
+                if t is None:
+                    t = topics[topic] = TopicHealth(topic, _type_of(m.channel, fmt))
+                    times[topic] = array("q")
+                t.messages += 1
+                times[topic].append(m.log_time)
+                try:
+                    message = decode(m)
+                except Exception as exc:  # any decoder failure is a finding, not a crash
+                    t.decode_errors += 1
+                    t.first_error = t.first_error or f"{type(exc).__name__}: {exc}"[:300]
+                    continue
+                t.decoded += 1
+                stamp = _header_stamp(message)
+                if stamp is not None:
+                    t.stamped += 1
+                    t.stamp_mismatches += int(stamp != m.log_time)
+                    if t.last_stamp is not None and stamp < t.last_stamp:
+                        t.stamps_backwards += 1
+                    t.last_stamp = stamp
     except HealthError:
         raise
     except Exception as exc:
@@ -275,51 +282,70 @@ def _time_ns(t: object) -> int | None:
     return None
 
 
-def _bag_messages(path: Path) -> Iterator:
-    from rosbags.highlevel import AnyReader
+def _type_of(channel: RosChannel, fmt: str) -> str:
+    """The type name a report shows: bags in rosbags' ROS 2 spelling, MCAP as its schema
+    names it."""
+    if fmt != "mcap":
+        return channel.type
+    return channel.schema_name or "(no schema)"
 
+
+def _decoder(recording: Recording) -> Callable[[RosMessage], object]:
+    """Bags: rosbags with the file's own definitions (as its AnyReader does), else the
+    export's typestore; MCAP: the MCAP decoders (`formats.ros.decoding`)."""
+    if recording.kind == "mcap":
+        return McapDecoder()
     from bridge_lake.export.messages import typestore
 
-    source = path if path.is_dir() else BoundedPath(path)
-    with AnyReader([source], default_typestore=typestore(2 if path.is_dir() else 1)) as reader:
-        if path.is_dir():
-            import yaml
+    ros = 1 if recording.kind == "bag1" else 2
+    has = any(c.schema_data for c in recording.channels.values())
+    store = file_types(recording.channels.values()) if has else typestore(ros)
+    return RosbagsDecoder({"ros1" if ros == 1 else "cdr": store})
 
-            info = yaml.safe_load((path / "metadata.yaml").read_text())[
-                "rosbag2_bagfile_information"
-            ]
-            mode, fmt = info.get("compression_mode") or "none", info.get("compression_format")
-            comp = f"{fmt} ({mode.lower()})" if fmt else _bag2_storage_compression(path, info)
-            details = {
-                "storage": info.get("storage_identifier"),
-                "version": info.get("version"),
-                "files": info.get("relative_file_paths"),
+
+def _describe(recording: Recording) -> tuple[str, dict]:
+    """The recording's compression and what else its index says (chunks, profile, ...)."""
+    if isinstance(recording, McapRecording):
+        summary, header = recording.summary, recording.header
+        if summary is None:
+            return "unknown (no summary: readers must scan the whole file)", {
+                "profile": header.profile
             }
-        else:
-            chunks = reader.readers[0].chunks.values()  # type: ignore[attr-defined]
-            names = {_compression_of(c.decompressor) for c in chunks}
-            comp = ",".join(sorted(names)) or "none"
-            details = {"chunks": len(chunks)}
-        yield comp, details
-        for conn, t, raw in reader.messages():
-            yield (
-                conn.topic,
-                conn.msgtype,
-                t,
-                (lambda raw=raw, ty=conn.msgtype: reader.deserialize(raw, ty)),
-            )
+        comps = sorted({c.compression or "none" for c in summary.chunk_indexes})
+        details = {
+            "profile": header.profile,
+            "library": header.library,
+            "chunks": len(summary.chunk_indexes),
+            "indexed": bool(summary.chunk_indexes),
+            "attachments": len(summary.attachment_indexes),
+            "metadata": len(summary.metadata_indexes),
+        }
+        return ",".join(comps) or "none", details
+    assert isinstance(recording, BagRecording)
+    path = recording.path
+    if recording.kind == "bag2":
+        import yaml
+
+        info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        mode, fmt = info.get("compression_mode") or "none", info.get("compression_format")
+        comp = f"{fmt} ({mode.lower()})" if fmt else _bag2_storage_compression(path, info)
+        return comp, {
+            "storage": info.get("storage_identifier"),
+            "version": info.get("version"),
+            "files": info.get("relative_file_paths"),
+        }
+    chunks = recording.reader.chunks.values()
+    names = {_compression_of(c.decompressor) for c in chunks}
+    return ",".join(sorted(names)) or "none", {"chunks": len(chunks)}
 
 
 def _bag2_storage_compression(path: Path, info: dict) -> str:
     """rosbag2 does not record chunk compression of MCAP storage in metadata.yaml: read it
     from the storage files' chunk indexes."""
-    from mcap.reader import make_reader
-
     names = set()
     for rel in info.get("relative_file_paths") or []:
         if rel.endswith(".mcap") and (path / rel).is_file():
-            with BoundedFile(path / rel) as f:
-                summary = make_reader(f).get_summary()
+            summary = McapRecording(path / rel).summary
             names |= {c.compression or "none" for c in (summary.chunk_indexes if summary else [])}
     return ",".join(sorted(names)) + " (mcap storage chunks)" if names else "none"
 
@@ -327,98 +353,6 @@ def _bag2_storage_compression(path: Path, info: dict) -> str:
 def _compression_of(decompressor: object) -> str:
     module = getattr(decompressor, "__module__", "") or ""
     return "lz4" if "lz4" in module else "bz2" if "bz2" in module else "none"
-
-
-def _mcap_messages(path: Path) -> Iterator:
-    from mcap.reader import NonSeekingReader, make_reader
-
-    with BoundedFile(path) as f:
-        reader = make_reader(f, validate_crcs=True)
-        summary = reader.get_summary()
-        header = reader.get_header()
-        if summary is None:
-            yield (
-                "unknown (no summary: readers must scan the whole file)",
-                {"profile": header.profile},
-            )
-        else:
-            comps = sorted({c.compression or "none" for c in summary.chunk_indexes})
-            details = {
-                "profile": header.profile,
-                "library": header.library,
-                "chunks": len(summary.chunk_indexes),
-                "indexed": bool(summary.chunk_indexes),
-                "attachments": len(summary.attachment_indexes),
-                "metadata": len(summary.metadata_indexes),
-            }
-            yield ",".join(comps) or "none", details
-        decoders = _McapDecoders()
-        # file order, one chunk at a time: the seeking reader's file-order mode queues every
-        # message of the file before it yields the first (mcap 1.6: 1.5 GB of RSS for a
-        # 5-minute drive's 190 MB export)
-        f.seek(0)
-        messages = NonSeekingReader(f, validate_crcs=True).iter_messages(log_time_order=False)
-        for schema, channel, message in messages:
-            typename = schema.name if schema else "(no schema)"
-            yield (
-                channel.topic,
-                typename,
-                message.log_time,
-                (lambda s=schema, c=channel, m=message: decoders.decode(s, c, m)),
-            )
-
-
-class _McapDecoders:
-    """Decoders by schema and message encoding, each from a library we did not write."""
-
-    def __init__(self) -> None:
-        from mcap_protobuf.decoder import DecoderFactory as ProtobufFactory
-        from mcap_ros2.decoder import DecoderFactory as Ros2Factory
-
-        self.factories = [Ros2Factory(), ProtobufFactory()]
-        self.cache: dict[int, object] = {}
-        self.ros1 = None
-
-    def decode(self, schema, channel, message) -> object:
-        if channel.message_encoding == "json":
-            return json.loads(message.data)
-        if channel.message_encoding == "ros1":
-            return self._ros1(schema).deserialize_ros1(message.data, _ros2_name(schema.name))
-        key = channel.schema_id
-        if key not in self.cache:
-            for f in self.factories:
-                d = f.decoder_for(channel.message_encoding, schema)
-                if d is not None:
-                    self.cache[key] = d
-                    break
-            else:
-                raise HealthError(f"no decoder for encoding {channel.message_encoding!r}")
-        return self.cache[key](message.data)  # type: ignore[operator]
-
-    def _ros1(self, schema):
-        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-        if self.ros1 is None:
-            self.ros1 = get_typestore(Stores.ROS1_NOETIC)
-        name = _ros2_name(schema.name)
-        if name not in self.ros1.fielddefs:
-            self.ros1.register(_ros1_types(schema.data.decode(), name, get_types_from_msg))
-        return self.ros1
-
-
-def _ros2_name(name: str) -> str:
-    return name if "/msg/" in name else name.replace("/", "/msg/", 1)
-
-
-def _ros1_types(text: str, name: str, parse) -> dict:
-    """Types of a ROS 1 concatenated definition (main type, then `MSG: pkg/Type` blocks)."""
-    types = {}
-    blocks = text.split("\n" + "=" * 80 + "\n")
-    types.update(parse(blocks[0], name))
-    for block in blocks[1:]:
-        first, _, body = block.partition("\n")
-        types.update(parse(body, _ros2_name(first.removeprefix("MSG: ").strip())))
-    return types
 
 
 # --- reports -------------------------------------------------------------------------------

@@ -172,8 +172,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def validate_folder(folder: Path) -> list[dict[str, Any]]:
     """Every manifest of the folder against its file (sha256, per-topic counts from the
     MCAP summary, a variant's clean source), and every MCAP without a manifest."""
-    from mcap.reader import make_reader
-
+    from bridge_lake.formats.ros.files import RecordingError
+    from bridge_lake.formats.ros.readers import McapRecording, open_recording
     from bridge_lake.scenes.faults import sha256_file
     from bridge_lake.scenes.sets import MANIFEST_KIND, SceneSetError, load_manifest
 
@@ -209,11 +209,14 @@ def validate_folder(folder: Path) -> list[dict[str, Any]]:
             if sha256_file(path) != doc["file"]["sha256"]:
                 problems.append("sha256 differs from the manifest")
             try:
-                with path.open("rb") as f:
-                    summary = make_reader(f).get_summary()
+                with open_recording(path) as recording:
+                    mcap = isinstance(recording, McapRecording)
+                    summary = recording.summary if mcap else None
+                if summary is None:
+                    raise RecordingError(f"{path}: not an MCAP file with a summary")
                 counts = summary.statistics.channel_message_counts if summary else {}
                 have = {c.topic: counts.get(cid, 0) for cid, c in summary.channels.items()}
-            except Exception as exc:  # the mcap library's errors: a finding, not a crash
+            except Exception as exc:  # the reader's errors: a finding, not a crash
                 problems.append(f"not readable: {type(exc).__name__}: {exc}")
                 have = {}
             for topic, info in sorted(doc["topics"].items()):

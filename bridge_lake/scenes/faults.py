@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 
 from bridge_lake.export.mcap_writer import McapWriter
+from bridge_lake.formats.ros.files import RecordingError
+from bridge_lake.formats.ros.readers import McapRecording, RosMessage, open_recording
 from bridge_lake.formats.ros.stamps import definition_text, shift_stamps, stamp_positions
 from bridge_lake.scenes.fault_specs import (
     DEFAULT_REORDER_WINDOW_NS,
@@ -157,7 +159,7 @@ def scan_mcap(
     path = Path(path)
     frame: dict[str, Any] = {}
     per: dict[int, dict[str, list[int]]] = {}
-    for position, (schema, channel, m) in enumerate(_stream(path, frame)):
+    for position, (channel, m) in enumerate(_stream(path, frame)):
         lists = per.get(channel.id)
         if lists is None:
             lists = per[channel.id] = {"log": [], "pub": [], "seq": [], "order": []}
@@ -166,16 +168,8 @@ def scan_mcap(
         lists["seq"].append(m.sequence)
         lists["order"].append(position)
         if visit is not None:
-            visit(channel, schema, m.data)
+            visit(channel, frame["summary"].schemas.get(channel.schema_id), m.data)
     summary = frame["summary"]
-    if summary is None:
-        raise FaultError(f"{path}: the MCAP has no summary section")
-    strays = sorted(set(per) - set(summary.channels))
-    if strays:
-        raise FaultError(
-            f"{path}: not a readable MCAP file: messages on channel {strays[0]}, "
-            "which the summary does not list"
-        )
     compressions = sorted({c.compression or "none" for c in summary.chunk_indexes})
     topics = {}
     for cid, channel in sorted(summary.channels.items()):
@@ -206,29 +200,26 @@ def scan_mcap(
     )
 
 
-def _stream(path: Path, frame: dict[str, Any]) -> Iterator[tuple[Any, Any, Any]]:
-    """(schema, channel, message) of `path` in file order; header, summary, metadata and
-    attachments into `frame`. The mcap library's errors become `FaultError`s naming the file;
-    the caller's, raised between messages, never reach this generator."""
-    from mcap.reader import NonSeekingReader, make_reader
-
-    from bridge_lake.formats.ros.files import BoundedFile
-
+def _stream(path: Path, frame: dict[str, Any]) -> Iterator[tuple[Any, RosMessage]]:
+    """(MCAP channel record, message) of `path` in file order (`formats.ros` reader: one
+    chunk at a time, CRCs validated); header, summary, metadata and attachments into
+    `frame`. The reader's errors become `FaultError`s naming the file; the caller's, raised
+    between messages, never reach this generator."""
     try:
-        with BoundedFile(path) as f:
-            reader = make_reader(f, validate_crcs=True)
-            frame["header"] = reader.get_header()
-            frame["summary"] = reader.get_summary()
-            frame["metadata"] = [(m.name, dict(m.metadata)) for m in reader.iter_metadata()]
-            frame["attachments"] = list(reader.iter_attachments())
-            # one chunk at a time: the seeking reader's file-order mode queues every message
-            # of the file before it yields the first (mcap 1.6; see export.health)
-            f.seek(0)
-            yield from NonSeekingReader(f, validate_crcs=True).iter_messages(log_time_order=False)
-    except OSError as exc:
-        raise FaultError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    except Exception as exc:  # the mcap library's own errors (bad magic, CRC, truncation)
-        raise FaultError(f"{path}: not a readable MCAP file: {type(exc).__name__}: {exc}") from exc
+        with open_recording(path) as recording:
+            if not isinstance(recording, McapRecording):
+                raise FaultError(f"{path}: not a readable MCAP file: a {recording.kind}")
+            frame["header"], frame["summary"] = recording.header, recording.summary
+            if recording.summary is None or recording.header is None:
+                missing = "summary section" if recording.header else "header record"
+                raise FaultError(f"{path}: the MCAP has no {missing}")
+            frame["metadata"] = recording.metadata()
+            frame["attachments"] = recording.attachments()
+            channels = recording.summary.channels
+            for m in recording.messages():
+                yield channels[m.channel.id], m
+    except RecordingError as exc:
+        raise FaultError(str(exc)) from exc
 
 
 # --- raw images --------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Pose tracks for waypoints: a drive's calibrated poses, or any bag or MCAP a user has.
 
-Bags are read with rosbags' AnyReader (ROS 1 `.bag`, ROS 2 bag folders with sqlite3 or MCAP
-storage); a bare `.mcap` file without a rosbag2 `metadata.yaml` is read with the `mcap`
-reader and decoded with rosbags' CDR / ROS 1 deserializers. Pose topics may be
+Files are opened by content with `formats.ros` (ROS 1 bags, ROS 2 bag folders with sqlite3
+or MCAP storage, MCAP files; a storage file of a bag folder is read as the bag) and decoded
+with rosbags' CDR / ROS 1 deserializers: a bag with the types it defines, an MCAP with
+rosbags' shipped types (the file's definitions for the others). Pose topics may be
 geometry_msgs/PoseStamped, PoseWithCovarianceStamped, nav_msgs/Odometry (its twist gives the
 speed) or tf2_msgs/TFMessage (one frame pair, map → base_link unless told otherwise); an
 optional velocity topic (TwistStamped, TwistWithCovarianceStamped or Odometry) gives the speed
@@ -24,6 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from bridge_lake.clock import NS_PER_S
+from bridge_lake.formats.ros.bag2_recover import read_metadata
+from bridge_lake.formats.ros.decoding import RosbagsDecoder, file_types, shipped_stores
+from bridge_lake.formats.ros.files import RecordingError
+from bridge_lake.formats.ros.readers import open_recording
 from bridge_lake.lake import Lake
 from bridge_lake.waypoints.path import PoseTrack, WaypointError
 
@@ -38,8 +43,6 @@ VELOCITY_TYPES = (
     "geometry_msgs/msg/TwistWithCovarianceStamped",
     "nav_msgs/msg/Odometry",
 )
-DEFINITION_SEPARATOR = "\n" + "=" * 80 + "\n"
-"""Between the blocks of a concatenated message definition (ROS 1 and rosbag2 MCAP)."""
 
 Messages = Callable[[list[str]], Iterator[tuple[str, int, object]]]
 """(topics) → (topic, log time ns, decoded message), in log-time order."""
@@ -151,108 +154,40 @@ def _require(
 
 @contextmanager
 def _open(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
-    """Topics (name → ROS 2 style type) and a message iterator of any bag or MCAP file."""
-    if path.is_file() and path.suffix == ".mcap" and not (path.parent / "metadata.yaml").exists():
-        with _open_mcap(path) as opened:
-            yield opened
-        return
-    bag = path.parent if path.is_file() and path.suffix != ".bag" else path
-    with _open_anyreader(bag) as opened:
-        yield opened
-
-
-@contextmanager
-def _open_anyreader(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
-    from rosbags.highlevel import AnyReader, AnyReaderError
-    from rosbags.typesys import Stores, get_typestore
-
-    store = get_typestore(Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE)
+    """Topics (name → ROS 2 style type) and a message iterator of any bag or MCAP file,
+    opened by content (`formats.ros`)."""
     try:
-        reader = AnyReader([path], default_typestore=store)
-        reader.open()
-    except AnyReaderError as exc:
-        raise WaypointSourceError(f"{path}: not a readable ROS 1 / ROS 2 bag: {exc}") from None
-    try:
-        topics = {c.topic: c.msgtype for c in reader.connections}
-
-        def messages(wanted: list[str]) -> Iterator[tuple[str, int, object]]:
-            conns = [c for c in reader.connections if c.topic in wanted]
-            for conn, log_ns, raw in reader.messages(connections=conns):
-                yield conn.topic, log_ns, reader.deserialize(raw, conn.msgtype)
-
-        yield topics, messages
-    finally:
-        reader.close()
-
-
-@contextmanager
-def _open_mcap(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
-    from mcap.exceptions import McapError
-    from mcap.reader import make_reader
-
-    with path.open("rb") as f:
-        try:
-            reader = make_reader(f)
-            summary = reader.get_summary()
-        except McapError as exc:
-            raise WaypointSourceError(f"{path}: not a readable MCAP file: {exc}") from None
-        if summary is None:  # unindexed: one pass to learn the channels
-            channels = {ch.id: (ch, sc) for sc, ch, _ in reader.iter_messages()}
+        recording = open_recording(_recording_path(path))
+    except RecordingError as exc:
+        raise WaypointSourceError(str(exc)) from None
+    with recording:
+        topics = {c.topic: c.type for c in recording.channels.values()}
+        if recording.kind == "mcap":  # rosbags' shipped types, the file's for the others
+            decode = RosbagsDecoder(shipped_stores())
         else:
-            channels = {
-                cid: (ch, summary.schemas.get(ch.schema_id)) for cid, ch in summary.channels.items()
-            }
-        topics = {ch.topic: _ros2_name(sc.name) if sc else "" for ch, sc in channels.values()}
-        decoder = _McapDecoder()
+            key = "ros1" if recording.kind == "bag1" else "cdr"
+            decode = RosbagsDecoder({key: file_types(recording.channels.values())})
 
         def messages(wanted: list[str]) -> Iterator[tuple[str, int, object]]:
-            for schema, channel, message in reader.iter_messages(topics=wanted):
-                yield channel.topic, message.log_time, decoder(schema, channel, message.data)
+            stream = recording.messages(topics=wanted)
+            if not recording.time_ordered:  # MCAP in file order: in log time order, stably
+                stream = iter(sorted(stream, key=lambda m: m.log_time))
+            try:
+                for m in stream:
+                    yield m.channel.topic, m.log_time, decode(m)
+            except RecordingError as exc:
+                raise WaypointSourceError(str(exc)) from None
 
         yield topics, messages
 
 
-class _McapDecoder:
-    """rosbags' deserializers for MCAP channels: `cdr` (ROS 2) and `ros1` encodings, types
-    from the built-in typestores or, for unknown ones, the channel's schema text."""
-
-    def __init__(self) -> None:
-        from rosbags.typesys import Stores, get_typestore
-
-        self.stores = {
-            "cdr": get_typestore(Stores.ROS2_HUMBLE),
-            "ros1": get_typestore(Stores.ROS1_NOETIC),
-        }
-
-    def __call__(self, schema, channel, data: bytes) -> object:
-        store = self.stores.get(channel.message_encoding)
-        if store is None or schema is None:
-            raise WaypointSourceError(
-                f"channel {channel.topic}: message encoding {channel.message_encoding!r} is not "
-                "ROS (cdr or ros1)"
-            )
-        name = _ros2_name(schema.name)
-        if name not in store.fielddefs:
-            store.register(_types_of(schema.data.decode(), name))
-        if channel.message_encoding == "cdr":
-            return store.deserialize_cdr(data, name)
-        return store.deserialize_ros1(data, name)
-
-
-def _types_of(text: str, name: str) -> dict:
-    """Types of a concatenated definition: the main type, then `MSG: pkg/Type` blocks."""
-    from rosbags.typesys import get_types_from_msg
-
-    blocks = text.split(DEFINITION_SEPARATOR)
-    types = dict(get_types_from_msg(blocks[0], name))
-    for block in blocks[1:]:
-        first, _, body = block.partition("\n")
-        types.update(get_types_from_msg(body, _ros2_name(first.removeprefix("MSG: ").strip())))
-    return types
-
-
-def _ros2_name(name: str) -> str:
-    return name if "/msg/" in name else name.replace("/", "/msg/", 1)
+def _recording_path(path: Path) -> Path:
+    """A storage file that its folder's rosbag2 metadata.yaml lists is read as that bag."""
+    if path.is_file():
+        info = read_metadata(path.parent)
+        if info is not None and path.name in (info.get("relative_file_paths") or []):
+            return path.parent
+    return path
 
 
 # --- message fields -------------------------------------------------------------------------

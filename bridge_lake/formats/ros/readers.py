@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -58,6 +58,10 @@ class RosMessage(NamedTuple):
     channel: RosChannel
     log_time: int
     data: bytes
+    publish_time: int = 0
+    """MCAP's publish time (bags: 0)"""
+    sequence: int = 0
+    """MCAP's sequence number (bags: 0)"""
 
 
 class Recording:
@@ -73,7 +77,10 @@ class Recording:
     time_ordered: bool
     """True when `messages` yields in log time order (bags); MCAP yields in file order."""
 
-    def messages(self, start_ns: int | None = None) -> Iterator[RosMessage]:
+    def messages(
+        self, start_ns: int | None = None, topics: Collection[str] | None = None
+    ) -> Iterator[RosMessage]:
+        """The messages from `start_ns` on, of `topics` only when given."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -115,13 +122,20 @@ class McapRecording(Recording):
         from mcap.reader import make_reader
 
         self.path, self.kind, self.time_ordered = path, "mcap", False
+        self.header: Any = None
+        """the Header record (profile, library); None when the file does not start with one"""
         try:
             with BoundedFile(path) as f:
-                summary = make_reader(f).get_summary()
+                reader = make_reader(f)
+                with contextlib.suppress(Exception):  # no header: the stream names the offset
+                    self.header = reader.get_header()
+                summary = reader.get_summary()
         except OSError as exc:
             raise RecordingError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
         except Exception:  # a damaged or missing footer/summary (a recording cut short):
             summary = None  # the scan below reads the records and names the damage's offset
+        self.summary: Any = summary
+        """the mcap library's Summary (schemas, channels, statistics, indexes), or None"""
         self._chunk_indexes: list[Any] = []
         if summary is not None and summary.channels:
             self._chunk_indexes = sorted(summary.chunk_indexes, key=lambda c: c.chunk_start_offset)
@@ -152,14 +166,39 @@ class McapRecording(Recording):
         self.start_ns, self.end_ns, self.message_count = first or 0, last or 0, n
         self._chunk_indexes = []
 
-    def messages(self, start_ns: int | None = None) -> Iterator[RosMessage]:
+    def messages(
+        self, start_ns: int | None = None, topics: Collection[str] | None = None
+    ) -> Iterator[RosMessage]:
         offset = 0
         if start_ns is not None and self._chunk_indexes:
             reaching = [c for c in self._chunk_indexes if c.message_end_time >= start_ns]
             offset = reaching[0].chunk_start_offset if reaching else -1
         if offset < 0:
             return iter(())
-        return self._stream(offset, start_ns, collect=False)
+        stream = self._stream(offset, start_ns, collect=False)
+        if topics is None:
+            return stream
+        wanted = set(topics)
+        return (m for m in stream if m.channel.topic in wanted)
+
+    def metadata(self) -> list[tuple[str, dict[str, str]]]:
+        """(name, key/values) of the file's metadata records, through the summary's index."""
+        return [(m.name, dict(m.metadata)) for m in self._indexed("iter_metadata")]
+
+    def attachments(self) -> list[Any]:
+        """The file's attachment records, through the summary's index."""
+        return list(self._indexed("iter_attachments"))
+
+    def _indexed(self, what: str) -> list[Any]:
+        from mcap.reader import make_reader
+
+        try:
+            with BoundedFile(self.path) as f:
+                return list(getattr(make_reader(f, validate_crcs=True), what)())
+        except OSError as exc:
+            raise RecordingError(f"{self.path}: cannot be read: {exc.strerror or exc}") from exc
+        except Exception as exc:  # the mcap library's errors on a damaged summary
+            raise RecordingError(f"{self.path}: damaged MCAP summary: {_what(exc)}") from exc
 
     def _stream(self, offset: int, start_ns: int | None, *, collect: bool) -> Iterator[RosMessage]:
         from mcap.records import Channel, Chunk, Footer, Message, Schema
@@ -190,7 +229,9 @@ class McapRecording(Recording):
                                     f"{r.channel_id}, which no channel record defines"
                                 )
                             if start_ns is None or r.log_time >= start_ns:
-                                yield RosMessage(ch, r.log_time, r.data)
+                                yield RosMessage(
+                                    ch, r.log_time, r.data, r.publish_time, r.sequence
+                                )
                         elif isinstance(r, Schema):
                             schemas[r.id] = r
                         elif isinstance(r, Channel) and collect and r.id not in self.channels:
@@ -305,9 +346,22 @@ class BagRecording(Recording):
                 return f"offset {chunk_pos}: "
         return f"offset {pos}: "
 
-    def messages(self, start_ns: int | None = None) -> Iterator[RosMessage]:
+    @property
+    def reader(self) -> Any:
+        """rosbags' open reader (rosbag1 or rosbag2 `Reader`): chunks, metadata."""
+        return self._reader
+
+    def messages(
+        self, start_ns: int | None = None, topics: Collection[str] | None = None
+    ) -> Iterator[RosMessage]:
+        conns = None
+        if topics is not None:
+            wanted = set(topics)
+            conns = [c for c in self._reader.connections if c.topic in wanted]
+            if not conns:  # rosbags reads an empty filter as "every connection"
+                return
         try:
-            for conn, t, raw in self._reader.messages(start=start_ns):
+            for conn, t, raw in self._reader.messages(connections=conns or (), start=start_ns):
                 yield RosMessage(self.channels[conn.id], int(t), raw)
         except OSError as exc:
             if exc.errno is None:  # bz2's "Invalid data stream": the chunk is damaged
