@@ -14,6 +14,7 @@ from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest
+from bridge_lake.export.health import Kind
 from bridge_lake.export.lake_exports import (
     NO_TRANSFORMS,
     drive_mapping,
@@ -111,10 +112,10 @@ def exports(
             "topics": {t: s.messages for t, s in h.topics.items()},
         }
         for t in h.topics.values():
-            rate = [p for p in t.problems if p.startswith("rate ")]
-            rate_problems += [f"{e.result.format} {t.topic}: {p}" for p in rate]
-            problems += [f"{e.result.format} {t.topic}: {p}" for p in t.problems if p not in rate]
-        problems += [f"{e.result.format}: {p}" for p in h.problems]
+            for p in t.problems:  # the rates check reports rates, the health check the rest
+                line = f"{e.result.format} {t.topic}: {p.message}"
+                (rate_problems if p.kind == Kind.RATE else problems).append(line)
+        problems += [f"{e.result.format}: {p.message}" for p in h.problems]
     first = made[0]
     yield dg.Output(
         None,

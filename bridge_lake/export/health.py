@@ -16,6 +16,7 @@ import os
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,45 @@ class HealthError(BridgeLakeError):
     """A file that cannot be opened as a bag or MCAP at all."""
 
 
+class Kind(StrEnum):
+    """What a health problem is about: the checks that report them pick them by kind."""
+
+    DAMAGE = "damage"
+    """the file is damaged: the damage, what is readable, what is lost, how to recover"""
+    DROPPED = "dropped"
+    """messages of a topic in damaged chunks"""
+    MISSING = "missing"
+    """a topic the file should have and has not"""
+    COUNT = "count"
+    """a topic with another number of messages than expected"""
+    DECODE = "decode"
+    """messages that do not decode"""
+    BACKWARDS = "backwards"
+    """log times going backwards"""
+    STAMPS_BACKWARDS = "stamps_backwards"
+    """header stamps going backwards"""
+    STAMP_MISMATCH = "stamp_mismatch"
+    """header stamps that differ from the log time"""
+    RATE = "rate"
+    """a topic's mean rate away from its nominal rate"""
+    UNEXPORTED = "unexported"
+    """a lake stream with rows that no topic carries"""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of a health check: what kind, how bad, which topic (None: the file)."""
+
+    kind: Kind
+    message: str
+    topic: str | None = None
+    severity: str = "error"
+    """error | warn (a rate away from nominal: the data is whole)"""
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass
 class TopicHealth:
     topic: str
@@ -71,12 +111,15 @@ class TopicHealth:
     mean_rate_hz: float | None = None
     expected_messages: int | None = None
     expected_rate_hz: float | None = None
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     times: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def add(self, kind: Kind, message: str, severity: str = "error") -> None:
+        self.problems.append(Problem(kind, message, self.topic, severity))
 
 
 @dataclass
@@ -87,7 +130,7 @@ class FileHealth:
     bytes: int
     compression: str
     topics: dict[str, TopicHealth]
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     """file-level problems (missing topics, unreadable parts)."""
     details: dict = field(default_factory=dict)
 
@@ -107,7 +150,7 @@ class FileHealth:
             "compression": self.compression,
             "ok": self.ok,
             "messages": self.messages,
-            "problems": self.problems,
+            "problems": [p.message for p in self.problems],
             "details": self.details,
             "topics": {},
         }
@@ -116,6 +159,7 @@ class FileHealth:
             d.pop("times")
             d.pop("last_stamp")
             d["gaps"] = [[a, b] for a, b in t.gaps]
+            d["problems"] = [p.message for p in t.problems]
             d["ok"] = t.ok
             out["topics"][name] = d
         return out
@@ -155,9 +199,10 @@ def diagnosed(path: Path, fmt: str, scan: ScanReport) -> FileHealth:
     for t in topics.values():
         dropped = scan.topics[t.topic].dropped
         if dropped:
-            t.problems.append(f"{dropped} messages in damaged chunks")
+            t.add(Kind.DROPPED, f"{dropped} messages in damaged chunks")
     size = scan.file_size
-    problems = [*scan.diagnosis(), f"run: bridge-lake recover {path} {recovered_name(path)}"]
+    lines = [*scan.diagnosis(), f"run: bridge-lake recover {path} {recovered_name(path)}"]
+    problems = [Problem(Kind.DAMAGE, line) for line in lines]
     return FileHealth(
         str(path), fmt, size, "unknown (damaged file)", topics, problems, {"scan": scan.to_json()}
     )
@@ -221,11 +266,13 @@ def check_file(
         t = topics.get(name)
         if t is None:
             if count:
-                health.problems.append(f"{name}: missing (expected {count} messages)")
+                health.problems.append(
+                    Problem(Kind.MISSING, f"{name}: missing (expected {count} messages)", name)
+                )
             continue
         t.expected_messages = count
         if t.messages != count:
-            t.problems.append(f"{t.messages} messages, expected {count}")
+            t.add(Kind.COUNT, f"{t.messages} messages, expected {count}")
     return health
 
 
@@ -244,18 +291,19 @@ def _judge(t: TopicHealth, times: np.ndarray, rates: Mapping[str, float]) -> Non
         t.gap_count = len(gap_at)
         t.gaps = [(int(times[i]), int(steps[i])) for i in gap_at[:MAX_GAPS_LISTED]]
     if t.decode_errors:
-        t.problems.append(f"{t.decode_errors} messages do not decode ({t.first_error})")
+        t.add(Kind.DECODE, f"{t.decode_errors} messages do not decode ({t.first_error})")
     if t.backwards:
-        t.problems.append(f"log time goes backwards {t.backwards} times")
+        t.add(Kind.BACKWARDS, f"log time goes backwards {t.backwards} times")
     if t.stamps_backwards:
-        t.problems.append(f"header stamps go backwards {t.stamps_backwards} times")
+        t.add(Kind.STAMPS_BACKWARDS, f"header stamps go backwards {t.stamps_backwards} times")
     if t.stamp_mismatches:
-        t.problems.append(f"{t.stamp_mismatches} header stamps differ from the log time")
+        t.add(Kind.STAMP_MISMATCH, f"{t.stamp_mismatches} header stamps differ from the log time")
     expected = rates.get(t.topic)
     if expected:
         t.expected_rate_hz = expected
         if t.mean_rate_hz is not None and abs(t.mean_rate_hz / expected - 1) > RATE_TOLERANCE:
-            t.problems.append(f"rate {t.mean_rate_hz:.2f} Hz, expected {expected:.2f} Hz")
+            message = f"rate {t.mean_rate_hz:.2f} Hz, expected {expected:.2f} Hz"
+            t.add(Kind.RATE, message, "warn")
 
 
 def _header_stamp(message: object) -> int | None:
@@ -367,7 +415,7 @@ def render_table(h: FileHealth) -> str:
     for name in sorted(h.topics):
         t = h.topics[name]
         rate = f"{t.mean_rate_hz:.2f}" if t.mean_rate_hz else ""
-        status = "ok" if t.ok else "; ".join(t.problems)
+        status = "ok" if t.ok else "; ".join(map(str, t.problems))
         lines.append(
             f"  {name:40} {t.type:34} {t.messages:8d} {rate:>8} {t.gap_count:5d}  {status}"
         )
@@ -412,10 +460,10 @@ def render_html(h: FileHealth, bins: int = 200) -> str:
         f'<td class="num">{t.messages}</td><td class="num">{(t.mean_rate_hz or 0):.2f}</td>'
         f'<td class="num">{t.gap_count}</td>'
         f'<td class="{"" if t.ok else "bad"}">'
-        f"{html.escape('; '.join(t.problems) or 'ok')}</td></tr>"
+        f"{html.escape('; '.join(map(str, t.problems)) or 'ok')}</td></tr>"
         for t in sorted(h.topics.values(), key=lambda t: t.topic)
     )
-    problems = "".join(f'<li class="bad">{html.escape(p)}</li>' for p in h.problems)
+    problems = "".join(f'<li class="bad">{html.escape(str(p))}</li>' for p in h.problems)
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>health: {html.escape(h.path)}</title><style>
 body {{ font: 14px system-ui, sans-serif; margin: 24px; }} .bad {{ color: #b00; }}

@@ -22,7 +22,7 @@ from bridge_lake.calibrate.quality import NO_RIG
 from bridge_lake.drive_meta import EXPORT_MAPPING_KEY
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
-from bridge_lake.export.health import FileHealth, check_file
+from bridge_lake.export.health import FileHealth, Kind, Problem, check_file
 from bridge_lake.export.mapping import MappingError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
@@ -128,12 +128,15 @@ def export_to_lake(
     return LakeExport(result, health, lake.url(target))
 
 
-def unexported_streams(ctx: DriveContext, result: ExportResult) -> list[str]:
+def unexported_streams(ctx: DriveContext, result: ExportResult) -> list[Problem]:
     """Streams of the generic tables (`ddl_*`, `adtf_payloads`) with rows that no topic of
     a whole-drive export carries: what a mapping without generic rules would drop."""
     carried = {(s, t.table.split("/")[1]) for t in result.topics.values() for s in t.streams}
     return [
-        f"stream {r['stream']} ({r['table']}, {r['rows_written']} rows) is in no topic"
+        Problem(
+            Kind.UNEXPORTED,
+            f"stream {r['stream']} ({r['table']}, {r['rows_written']} rows) is in no topic",
+        )
         for r in ctx.streams
         if r["rows_written"]
         and (r["table"].startswith(GENERIC_PREFIX) or r["table"] == ADTF_PAYLOADS.name)

@@ -13,7 +13,7 @@ from rosbags.rosbag1 import Writer as Bag1Writer
 from rosbags.typesys import Stores, get_typestore
 
 from bridge_lake.cli import main
-from bridge_lake.export.health import check_file
+from bridge_lake.export.health import Kind, check_file
 from bridge_lake_tests.export.test_export import read_back
 
 
@@ -75,9 +75,26 @@ def test_health_finds_problems_in_a_bag_written_by_another_tool(tmp_path, capsys
     health = check_file(path)
     (t,) = health.topics.values()
     assert t.messages == 50 and t.decoded == 50 and t.stamp_mismatches == 2
-    assert not health.ok and "header stamps go backwards 1 times" in t.problems
+    assert not health.ok and "header stamps go backwards 1 times" in map(str, t.problems)
+    kinds = {(p.kind, p.topic, p.severity) for p in t.problems}
+    assert kinds == {
+        (Kind.STAMPS_BACKWARDS, t.topic, "error"),
+        (Kind.STAMP_MISMATCH, t.topic, "error"),
+    }
     rc, stdout, _ = run(capsys, "health", path)
     assert rc == 1 and "PROBLEMS" in stdout and "2 header stamps differ" in stdout
+    # the kind is read from the content, not the name; an export's expectations come back
+    # as typed problems (a rate is a warning: the data is whole)
+    renamed = path.rename(tmp_path / "foreign.recording")
+    expected = check_file(
+        renamed, expected_counts={"/imu": 49, "/gone": 3}, expected_rates={"/imu": 50.0}
+    )
+    assert expected.format == "bag1"
+    (t,) = expected.topics.values()
+    by_kind = {p.kind: p for p in t.problems}
+    assert by_kind[Kind.COUNT].message == "50 messages, expected 49"
+    assert by_kind[Kind.RATE].severity == "warn" and by_kind[Kind.RATE].topic == "/imu"
+    assert [(p.kind, p.topic) for p in expected.problems] == [(Kind.MISSING, "/gone")]
 
 
 @pytest.mark.parametrize(
