@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
-from bridge_lake.cli_common import lake_from_args
+from bridge_lake.cli_common import add_json, add_lake, lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("landing", help="landing zone: a local folder or s3://bucket/prefix")
     p.add_argument("--drive", nargs="+", help="only these drive ids (default: every drive)")
-    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(p)
     p.add_argument(
         "--launch",
         action="store_true",
@@ -354,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
     p.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.add_argument(
         "--mapping",
         type=Path,
@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="run DuckDB SQL over the lake's views (sql/views.sql)")
     p.add_argument("sql", help='e.g. "select * from sensor_rates"')
-    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(p)
     p.add_argument(
         "--format",
         choices=QUERY_FORMATS,
@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export one drive of the lake through its topic mapping "
         "(bridge_lake/export/mappings/<source>.yaml or --mapping).",
     )
-    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(p)
     p.add_argument("--drive", required=True, help="drive id (a partition of the lake)")
     p.add_argument(
         "--format",
@@ -429,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
     )
     p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
     p.set_defaults(func=_cmd_health)
 
@@ -450,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="ADTF: a finished recording of the same configuration (same stream ids) whose "
         "stream names and types the copy takes",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable report")
+    add_json(p, "machine-readable report")
     p.add_argument("--force", action="store_true", help="replace an existing output")
     p.set_defaults(func=_cmd_recover)
 
@@ -464,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--drive", help="drive id (a partition of the lake)")
     source.add_argument("--bag", type=Path, help="ROS 1 .bag, ROS 2 bag folder or .mcap file")
-    p.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(p)
     p.add_argument(
         "--pose-topic", help="PoseStamped, PoseWithCovarianceStamped, Odometry or TF topic"
     )

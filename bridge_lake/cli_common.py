@@ -12,6 +12,19 @@ from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
 
+LAKE_HELP = "lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)"
+JSON_HELP = "machine-readable output"
+
+
+def add_lake(p: argparse.ArgumentParser, help: str = LAKE_HELP) -> None:
+    """`--lake`, read by `lake_from_args`."""
+    p.add_argument("--lake", help=help)
+
+
+def add_json(p: argparse.ArgumentParser, help: str = JSON_HELP) -> None:
+    """`--json`: the command prints JSON instead of its table."""
+    p.add_argument("--json", action="store_true", help=help)
+
 
 def lake_from_args(args: argparse.Namespace):
     """The lake of `--lake` (else `$BRIDGE_LAKE_ROOT`, else the default); a local root that

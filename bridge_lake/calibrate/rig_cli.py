@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bridge_lake.cli_common import lake_from_args
+from bridge_lake.cli_common import add_lake, lake_from_args
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -61,7 +61,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     i.add_argument("file", type=Path, nargs="?", help="an ADTF recording (instead of --drive)")
     i.add_argument("--drive", help="a drive id in the lake")
-    i.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT)")
+    add_lake(i, "lake root (default: $BRIDGE_LAKE_ROOT)")
     i.add_argument("--vehicle", help="with FILE.dat: the vehicle name (drive.yaml `vehicle`)")
     i.add_argument(
         "--mapping", type=Path, help="with FILE.dat: your ADTF stream mapping YAML (user layer)"

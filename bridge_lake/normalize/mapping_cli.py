@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from bridge_lake.cli_common import add_json
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -116,7 +117,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--no-default", action="store_true", help="leave the shipped default mapping out"
     )
-    c.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(c)
     c.set_defaults(func=_cmd_check)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bridge_lake.cli_common import add_lake
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -24,7 +25,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         help="MCAP file, ROS 1 .bag, ROS 2 bag folder, or a scene manifest (.json)",
     )
     p.add_argument("--drive", help="play a lake drive through its export topic mapping")
-    p.add_argument("--lake", help="lake root for --drive (default: $BRIDGE_LAKE_ROOT)")
+    add_lake(p, "lake root for --drive (default: $BRIDGE_LAKE_ROOT)")
     p.add_argument("--variant", help="scene manifest: play this fault-injected variant")
     p.add_argument("--topics", nargs="+", default=[], help="topic globs to play")
     p.add_argument("--start", help="start: seconds from the source's start, or epoch ns")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge_lake.cli_common import lake_from_args, table_lines
+from bridge_lake.cli_common import add_json, add_lake, lake_from_args, table_lines
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -317,11 +317,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     scenes = p.add_subparsers(dest="scenes_command", required=True, help="what to do")
 
     q = scenes.add_parser("list", help="the scene catalog as a table")
-    q.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(q)
     q.add_argument("--drive", nargs="+", help="only these drives")
     q.add_argument("--scene", nargs="+", help="scene id globs")
     q.add_argument("--tag", nargs="+", help="scenes with any of these tags")
-    q.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(q)
     q.set_defaults(func=_cmd_list)
 
     q = scenes.add_parser(
@@ -330,7 +330,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Cut scenes from the lake as trimmed MCAPs with JSON manifests, "
         "optionally with a fault-injected variant of each.",
     )
-    q.add_argument("--lake", help="lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)")
+    add_lake(q)
     q.add_argument("--scene", nargs="+", help="scene id globs")
     q.add_argument("--tag", nargs="+", help="every scene with any of these tags")
     q.add_argument("--drive", nargs="+", help="only these drives (default: every drive)")
@@ -348,7 +348,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("folder", type=Path, help="a folder of scene MCAPs with their manifests")
     q.add_argument("--replay", action="store_true", help="also run replay-check on each file")
     q.add_argument("--against", help="with --replay: compare with this lake's rows")
-    q.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(q)
     q.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser(
@@ -361,7 +361,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path, help="scene MCAP")
     p.add_argument("--manifest", type=Path, help="manifest JSON (default: beside the file)")
     p.add_argument("--against", help="lake root: compare with the lake's rows")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
     p.set_defaults(func=_cmd_replay)
 

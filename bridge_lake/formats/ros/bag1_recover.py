@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.bag1_scan import (
@@ -27,7 +26,7 @@ from bridge_lake.formats.ros.bag1_scan import (
     ChunkContent,
     Connection,
 )
-from bridge_lake.formats.ros.damage import ScanReport
+from bridge_lake.formats.ros.damage import RecoveryFile, ScanReport, recover_with
 
 BAG_HEADER_BYTES = 4096
 """The bag header record is padded to this size, so the index position can be written
@@ -58,21 +57,13 @@ def _bag_header(index_pos: int, conns: int, chunks: int) -> bytes:
     return head + _U32.pack(pad) + b" " * pad
 
 
-class Bag1RecoveryWriter:
+class Bag1RecoveryWriter(RecoveryFile):
     """The `Bag1Sink` that writes the recovered bag (see the module docstring)."""
 
     def __init__(self, out: str | os.PathLike[str]) -> None:
-        self._f = Path(out).open("wb")  # noqa: SIM115 - closed in finish()
-        self._f.write(VERSION_LINE + _bag_header(0, 0, 0))
-        self._pos = len(VERSION_LINE) + BAG_HEADER_BYTES
+        super().__init__(out, VERSION_LINE + _bag_header(0, 0, 0))
         self.connections: dict[int, Connection] = {}
         self.chunk_infos: list[tuple[int, int, int, dict[int, int]]] = []
-
-    def _write(self, data: bytes | memoryview) -> int:
-        at = self._pos
-        self._f.write(data)
-        self._pos += len(data)
-        return at
 
     def connection(self, conn: Connection) -> None:
         self.connections.setdefault(conn.conn, conn)
@@ -132,23 +123,10 @@ class Bag1RecoveryWriter:
         self._f.write(_bag_header(index_pos, len(self.connections), len(self.chunk_infos)))
         self._f.close()
 
-    def abort(self) -> None:
-        self._f.close()
-
 
 def recover_bag1(src: str | os.PathLike[str], out: str | os.PathLike[str]) -> ScanReport:
     """Scan `src` and write everything whole of it to `out` as an indexed ROS 1 bag."""
-    if Path(out).resolve() == Path(src).resolve():
-        raise ValueError(f"{out}: recover never writes over its input")
-    writer = Bag1RecoveryWriter(out)
-    try:
-        report = Bag1Scanner(src, writer).scan()
-    except BaseException:
-        writer.abort()
-        Path(out).unlink(missing_ok=True)
-        raise
-    writer.finish()
-    return report
+    return recover_with(Bag1Scanner, Bag1RecoveryWriter, src, out)
 
 
 def scan_bag1(path: str | os.PathLike[str]) -> ScanReport:

@@ -29,7 +29,7 @@ from bridge_lake.formats.ros.damage import (
     INVALID,
     MAX_RECORD,
     NO_INDEX,
-    Damage,
+    RecordScanner,
     RosFormatError,
     ScanReport,
 )
@@ -228,14 +228,12 @@ def without_connections(data: bytes | memoryview, lost: set[int]) -> bytes:
     return bytes(out)
 
 
-class Bag1Scanner:
+class Bag1Scanner(RecordScanner):
     """Scans one ROS 1 bag (see the module docstring); `scan()` returns the report."""
 
     def __init__(self, path: str | os.PathLike[str], sink: Bag1Sink | None = None) -> None:
-        self.path = str(path)
-        self.sink = sink
-        self.size = os.stat(path).st_size
-        self.report = ScanReport(self.path, "bag1", self.size)
+        super().__init__(path, "bag1", sink)
+        self.sink: Bag1Sink | None = sink
         self.connections: dict[int, Connection] = {}
         self.spare: dict[int, Connection] = {}
         """Connections of a finished bag's index, read ahead: a chunk dropped mid-file may
@@ -252,9 +250,6 @@ class Bag1Scanner:
             self.report.valid_end = len(VERSION_LINE)
             self._records(f, len(VERSION_LINE))
         return self.report
-
-    def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
-        self.report.damages.append(Damage(kind, at, text, chunk))
 
     def _where(self, pos: int) -> str:
         return "inside the index" if self.index_pos and pos >= self.index_pos else ""

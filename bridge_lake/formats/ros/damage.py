@@ -169,3 +169,60 @@ def recovered_name(path: str | os.PathLike[str]) -> Path:
     (`drive.bag` -> `drive.recovered.bag`; a bag folder `run1` -> `run1.recovered`)."""
     p = Path(path)
     return p.with_name(f"{p.stem}.recovered{p.suffix}")
+
+
+class RecordScanner:
+    """What the record scanners share: the file, its size, the report, an optional sink
+    that receives what is whole (a recovery writer), and how damage is noted."""
+
+    def __init__(self, path: str | os.PathLike[str], fmt: str, sink: Any = None) -> None:
+        self.path = str(path)
+        self.sink = sink
+        self.size = os.stat(path).st_size
+        self.report = ScanReport(self.path, fmt, self.size)
+
+    def scan(self) -> ScanReport:
+        raise NotImplementedError
+
+    def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
+        self.report.damages.append(Damage(kind, at, text, chunk))
+
+
+def recover_with(
+    scanner: type[RecordScanner],
+    writer: Any,
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+) -> ScanReport:
+    """Scan `src` into `writer(out)` (a recovery writer: finish() completes the file,
+    abort() gives it up); a failure removes `out`, and `out` is never `src`."""
+    if Path(out).resolve() == Path(src).resolve():
+        raise ValueError(f"{out}: recover never writes over its input")
+    sink = writer(out)
+    try:
+        report = scanner(src, sink).scan()
+    except BaseException:
+        sink.abort()
+        Path(out).unlink(missing_ok=True)
+        raise
+    sink.finish()
+    return report
+
+
+class RecoveryFile:
+    """The output of a recovery writer: written front to back from `start`, each write's
+    offset returned (indexes point at it); `abort` gives the file up (`recover_with`)."""
+
+    def __init__(self, out: str | os.PathLike[str], start: bytes) -> None:
+        self._f = Path(out).open("wb")  # noqa: SIM115 - closed in finish() / abort()
+        self._f.write(start)
+        self._pos = len(start)
+
+    def _write(self, data: bytes | memoryview) -> int:
+        at = self._pos
+        self._f.write(data)
+        self._pos += len(data)
+        return at
+
+    def abort(self) -> None:
+        self._f.close()

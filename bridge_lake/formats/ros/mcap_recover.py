@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from pathlib import Path
 
 from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
@@ -39,7 +38,7 @@ from mcap.records import (
 )
 
 from bridge_lake.formats.ros import compression as comp
-from bridge_lake.formats.ros.damage import ScanReport
+from bridge_lake.formats.ros.damage import RecoveryFile, ScanReport, recover_with
 from bridge_lake.formats.ros.files import MCAP_MAGIC
 from bridge_lake.formats.ros.mcap_scan import (
     ChunkContent,
@@ -53,13 +52,11 @@ LOOSE_CHUNK_BYTES = 4 << 20
 LIBRARY = "bridge_lake recover"
 
 
-class McapRecoveryWriter:
+class McapRecoveryWriter(RecoveryFile):
     """The `McapSink` that writes the recovered file (see the module docstring)."""
 
     def __init__(self, out: str | os.PathLike[str]) -> None:
-        self._f = Path(out).open("wb")  # noqa: SIM115 - closed in finish()
-        self._f.write(MCAP_MAGIC)
-        self._pos = len(MCAP_MAGIC)
+        super().__init__(out, MCAP_MAGIC)
         self._header_written = False
         self.schemas: dict[int, Schema] = {}
         self.channels: dict[int, Channel] = {}
@@ -70,12 +67,6 @@ class McapRecoveryWriter:
         self.first: int | None = None
         self.last: int | None = None
         self._loose = bytearray()
-
-    def _write(self, data: bytes | memoryview) -> int:
-        at = self._pos
-        self._f.write(data)
-        self._pos += len(data)
-        return at
 
     # -- McapSink ----------------------------------------------------------------------------
 
@@ -248,24 +239,11 @@ class McapRecoveryWriter:
         self._write(MCAP_MAGIC)
         self._f.close()
 
-    def abort(self) -> None:
-        self._f.close()
-
 
 def recover_mcap(src: str | os.PathLike[str], out: str | os.PathLike[str]) -> ScanReport:
     """Scan `src` and write everything whole of it to `out` as an indexed MCAP; the report
     says what was kept and dropped."""
-    if Path(out).resolve() == Path(src).resolve():
-        raise ValueError(f"{out}: recover never writes over its input")
-    writer = McapRecoveryWriter(out)
-    try:
-        report = McapScanner(src, writer).scan()
-    except BaseException:
-        writer.abort()
-        Path(out).unlink(missing_ok=True)
-        raise
-    writer.finish()
-    return report
+    return recover_with(McapScanner, McapRecoveryWriter, src, out)
 
 
 def scan_mcap(path: str | os.PathLike[str]) -> ScanReport:

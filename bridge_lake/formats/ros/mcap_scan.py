@@ -38,7 +38,7 @@ from bridge_lake.formats.ros.damage import (
     INVALID,
     MAX_RECORD,
     NO_INDEX,
-    Damage,
+    RecordScanner,
     RosFormatError,
     ScanReport,
 )
@@ -287,14 +287,12 @@ def inspect_chunk(body: memoryview) -> Inspected:
     return Inspected(None, content=content, compression=compression, size=usize, start=start)
 
 
-class McapScanner:
+class McapScanner(RecordScanner):
     """Scans one MCAP file (see the module docstring); `scan()` returns the report."""
 
     def __init__(self, path: str | os.PathLike[str], sink: McapSink | None = None) -> None:
-        self.path = str(path)
-        self.sink = sink
-        self.size = os.stat(path).st_size
-        self.report = ScanReport(self.path, "mcap", self.size)
+        super().__init__(path, "mcap", sink)
+        self.sink: McapSink | None = sink
         self.schemas: dict[int, Schema] = {}
         self.channels: dict[int, Channel] = {}
         self.chunks = 0
@@ -316,9 +314,6 @@ class McapScanner:
                 if self._pool is not None:
                     self._pool.shutdown(cancel_futures=True)
         return self.report
-
-    def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
-        self.report.damages.append(Damage(kind, at, text, chunk))
 
     def _records(self, f: BinaryIO, pos: int) -> None:
         report, size = self.report, self.size

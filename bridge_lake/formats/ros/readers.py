@@ -229,9 +229,7 @@ class McapRecording(Recording):
                                     f"{r.channel_id}, which no channel record defines"
                                 )
                             if start_ns is None or r.log_time >= start_ns:
-                                yield RosMessage(
-                                    ch, r.log_time, r.data, r.publish_time, r.sequence
-                                )
+                                yield RosMessage(ch, r.log_time, r.data, r.publish_time, r.sequence)
                         elif isinstance(r, Schema):
                             schemas[r.id] = r
                         elif isinstance(r, Channel) and collect and r.id not in self.channels:
