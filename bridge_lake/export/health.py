@@ -37,6 +37,7 @@ from bridge_lake.formats.ros.readers import (
     RosMessage,
     open_recording,
 )
+from bridge_lake.report_page import density_bars
 
 GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
@@ -433,17 +434,8 @@ def render_html(h: FileHealth, bins: int = 200) -> str:
     svg = [f'<svg id="timeline" width="{width}" height="{row * len(topics) + 30}">']
     for i, t in enumerate(sorted(topics, key=lambda t: t.topic)):
         y = 5 + i * row
-        counts, _ = np.histogram(t.times, bins=bins, range=(t0, t0 + span))
-        top = max(int(counts.max()), 1)
         svg.append(f'<text x="0" y="{y + 15}">{html.escape(t.topic)}</text>')
-        w = (width - label) / bins
-        for k, c in enumerate(counts.tolist()):
-            if c:
-                hgt = 4 + 16 * c / top
-                svg.append(
-                    f'<rect x="{label + k * w:.1f}" y="{y + 20 - hgt:.1f}" width="{w:.1f}" '
-                    f'height="{hgt:.1f}" fill="#4e79a7"/>'
-                )
+        svg += density_bars(t.times, t0, span, label, y, width - label, bins, 16)
         for a, length in t.gaps:
             x = label + (a - t0) / span * (width - label)
             gw = max(length / span * (width - label), 1.5)

@@ -8,8 +8,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
+from bridge_lake.report_page import density_bars
 from bridge_lake.scenes.replay import LEVELS, MAX_FINDINGS_LISTED, Finding, ReplayReport
 
 
@@ -71,15 +70,9 @@ def render_html(r: ReplayReport, bins: int = 200) -> str:
         times = r.times[topic]
         svg.append(f'<text x="0" y="{y + 15}">{html.escape(topic)}</text>')
         if len(times):
-            counts, _ = np.histogram(times, bins=bins, range=(t0, t0 + span))
-            top, w = max(int(counts.max()), 1), (width - label) / bins
-            for k, c in enumerate(counts.tolist()):
-                if c:
-                    h = 4 + 14 * c / top
-                    svg.append(
-                        f'<rect x="{label + k * w:.1f}" y="{y + 20 - h:.1f}" width="{w:.1f}" '
-                        f'height="{h:.1f}" fill="#4e79a7" opacity="0.6"/>'
-                    )
+            svg += density_bars(
+                times, t0, span, label, y, width - label, bins, 14, ' opacity="0.6"'
+            )
         for f in by_topic.get(topic, [])[:MAX_FINDINGS_LISTED]:
             at = f.observed_ns if f.observed_ns is not None else f.orig_ns
             if at is None:

@@ -28,6 +28,7 @@ import pyarrow as pa
 from bridge_lake.formats.nclt import constants as C
 from bridge_lake.formats.nclt.velodyne import (
     DEFAULT_BATCH_HITS,
+    HIT_FIELDS,
     HitsReport,
     PacketBatch,
     iter_velodyne_packets,
@@ -35,14 +36,10 @@ from bridge_lake.formats.nclt.velodyne import (
 
 POINT_SCHEMA = pa.schema(
     [
-        ("x", pa.float32()),
-        ("y", pa.float32()),
-        ("z", pa.float32()),
-        ("intensity", pa.uint8()),
-        ("laser_id", pa.uint8()),
-        ("ring", pa.uint8()),
-        ("utime", pa.int64()),
-        ("time_offset_ns", pa.int64()),
+        *HIT_FIELDS,
+        pa.field("ring", pa.uint8()),
+        pa.field("utime", pa.int64()),
+        pa.field("time_offset_ns", pa.int64()),
     ]
 )
 RING_INVALID = 255

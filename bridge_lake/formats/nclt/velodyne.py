@@ -40,16 +40,15 @@ from bridge_lake.errors import FormatError, TruncatedFileError
 from bridge_lake.formats.nclt import constants as C
 from bridge_lake.formats.nclt.kinds import utime_of
 
-HITS_SCHEMA = pa.schema(
-    [
-        ("utime", pa.int64()),
-        ("x", pa.float32()),
-        ("y", pa.float32()),
-        ("z", pa.float32()),
-        ("intensity", pa.uint8()),
-        ("laser_id", pa.uint8()),
-    ]
-)
+HIT_FIELDS = [
+    pa.field("x", pa.float32()),
+    pa.field("y", pa.float32()),
+    pa.field("z", pa.float32()),
+    pa.field("intensity", pa.uint8()),
+    pa.field("laser_id", pa.uint8()),
+]
+"""What the Velodyne measures of one hit (a hits batch and a scan's points both carry it)."""
+HITS_SCHEMA = pa.schema([pa.field("utime", pa.int64()), *HIT_FIELDS])
 """Columns of every hits batch: packet utime (µs), metres in the NCLT Velodyne frame (z down)."""
 DEFAULT_BATCH_HITS = 1 << 18
 """About 6 MB of output per batch: the temporaries stay in cache (measured: 256k hits decode

@@ -30,3 +30,17 @@ class TableSpec:
             [pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns],
             metadata={"bridge_lake.table": f"{self.layer}/{self.name}"},
         )
+
+
+def lidar_point_columns(scans: str, frame: str) -> tuple[Column, ...]:
+    """The columns of a lidar point row, normalized (sensor frame) and calibrated (base_link)
+    alike: its scan (`scans`: the lidar_scans table as the layer names it), position in
+    `frame` ("" for the sensor frame), intensity, ring and time within the scan."""
+    where = f" in {frame}" if frame else ""
+    return (
+        Column("scan_id", pa.int64(), f"scan ({scans}.scan_id)", nullable=False),
+        *(Column(axis, F32, f"{axis}{where} [m]", nullable=False) for axis in "xyz"),
+        Column("intensity", F32, "return intensity (sensor units)"),
+        Column("ring", pa.int16(), "laser ring, 0 = lowest elevation"),
+        Column("time_offset_ns", pa.int32(), "point time minus scan start [ns]"),
+    )

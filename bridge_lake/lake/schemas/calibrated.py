@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec
+from bridge_lake.lake.schemas.base import F64, Column, TableSpec, lidar_point_columns
 
 
 def _transform(what: str) -> tuple[Column, ...]:
@@ -86,15 +86,7 @@ LIDAR_POINTS = TableSpec(
     "lidar_points",
     "Every lidar point in base_link (REP-103), keeping ring, intensity and per-point time; "
     "optionally deskewed to its scan's time (calibrated/frames.deskewed).",
-    (
-        Column("scan_id", pa.int64(), "scan (normalized/lidar_scans.scan_id)", nullable=False),
-        Column("x", F32, "x in base_link [m]", nullable=False),
-        Column("y", F32, "y in base_link [m]", nullable=False),
-        Column("z", F32, "z in base_link [m]", nullable=False),
-        Column("intensity", F32, "return intensity (sensor units)"),
-        Column("ring", pa.int16(), "laser ring, 0 = lowest elevation"),
-        Column("time_offset_ns", pa.int32(), "point time minus scan start [ns]"),
-    ),
+    lidar_point_columns("normalized/lidar_scans", "base_link"),
 )
 
 MATCH = pa.struct(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec
+from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec, lidar_point_columns
 
 # Every sensor table starts with the same four columns. `stream` names the source stream
 # (an NCLT file kind such as `ms25`, or an ADTF stream name), so conservation, rates and the
@@ -135,15 +135,7 @@ LIDAR_POINTS = TableSpec(
     "its scan's time_ns plus time_offset_ns (view lidar_points_timed); storing it per point "
     "would cost a column as large as x. The scan also names the stream: a stream column "
     "here would cost more to write than x.",
-    (
-        Column("scan_id", pa.int64(), "scan (lidar_scans.scan_id)", nullable=False),
-        Column("x", F32, "x [m]", nullable=False),
-        Column("y", F32, "y [m]", nullable=False),
-        Column("z", F32, "z [m]", nullable=False),
-        Column("intensity", F32, "return intensity (sensor units)"),
-        Column("ring", pa.int16(), "laser ring, 0 = lowest elevation"),
-        Column("time_offset_ns", pa.int32(), "point time minus scan start [ns]"),
-    ),
+    lidar_point_columns("lidar_scans", ""),
 )
 
 CAMERA_FRAMES = TableSpec(
