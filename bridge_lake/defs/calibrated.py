@@ -13,7 +13,12 @@ import dagster as dg
 from bridge_lake.calibrate.drive import CalibrateResult, calibrate_drive
 from bridge_lake.calibrate.quality import CHECKS, findings
 from bridge_lake.calibrate.report import render_calibrated_report
-from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
+from bridge_lake.defs.checks import (
+    check_result,
+    check_specs,
+    column_schema,
+    report_link,
+)
 from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
@@ -43,9 +48,7 @@ class CalibrateConfig(dg.Config):
 
 def _specs() -> list[dg.AssetCheckSpec]:
     return [
-        check_spec(name, asset_name(table), description, blocking=error)
-        for table, checks in CHECKS.items()
-        for name, (description, error) in checks.items()
+        spec for table, checks in CHECKS.items() for spec in check_specs(asset_name(table), checks)
     ]
 
 

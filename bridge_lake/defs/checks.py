@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -23,6 +24,14 @@ def check_spec(name: str, asset: str, description: str, *, blocking: bool) -> dg
         return dg.AssetCheckSpec(
             name, asset=asset, description=description, blocking=blocking, partitions_def=drives
         )
+
+
+def check_specs(asset: str, checks: Mapping[str, tuple[str, bool]]) -> list[dg.AssetCheckSpec]:
+    """The specs of an asset's checks from a layer's table: name → (description, blocking)."""
+    return [
+        check_spec(name, asset, description, blocking=error)
+        for name, (description, error) in checks.items()
+    ]
 
 
 def check_result(asset: str, finding: Finding) -> dg.AssetCheckResult:

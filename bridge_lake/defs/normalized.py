@@ -15,7 +15,12 @@ import pyarrow.compute as pc
 
 from bridge_lake.calibrate.drive import drive_date
 from bridge_lake.calibrate.rig import RigError, RigNotFoundError, find_rig
-from bridge_lake.defs.checks import check_result, check_spec, column_schema, report_link
+from bridge_lake.defs.checks import (
+    check_result,
+    check_specs,
+    column_schema,
+    report_link,
+)
 from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
@@ -125,15 +130,13 @@ def streams_markdown(result: NormalizeResult) -> str:
 
 
 def _check_specs() -> list[dg.AssetCheckSpec]:
-    specs = []
-    for table in quality.SENSOR_TABLE_NAMES:
-        for name, (description, error) in quality.CHECKS.items():
-            specs.append(check_spec(name, asset_name(table), description, blocking=error))
-    for name, (description, error) in quality.CATALOG_CHECKS.items():
-        specs.append(check_spec(name, asset_name(STREAMS.name), description, blocking=error))
-    for name, (description, error) in quality.QUARANTINE_CHECKS.items():
-        specs.append(check_spec(name, asset_name(QUARANTINE.name), description, blocking=error))
-    return specs
+    specs = [
+        spec
+        for table in quality.SENSOR_TABLE_NAMES
+        for spec in check_specs(asset_name(table), quality.CHECKS)
+    ]
+    specs += check_specs(asset_name(STREAMS.name), quality.CATALOG_CHECKS)
+    return specs + check_specs(asset_name(QUARANTINE.name), quality.QUARANTINE_CHECKS)
 
 
 @dg.multi_asset(

@@ -7,7 +7,7 @@ import dagster as dg
 
 from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
-from bridge_lake.defs.checks import check_result, check_spec, column_schema
+from bridge_lake.defs.checks import check_result, check_specs, column_schema
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
@@ -36,10 +36,7 @@ class SceneConfig(dg.Config):
     deps=[normalized_asset(t) for t in NORMALIZED] + [calibrated_asset(t) for t in ASSET_TABLES],
     description=CATALOG.description,
     metadata={"table": "scenes/catalog"},
-    check_specs=[
-        check_spec(name, ASSET, description, blocking=error)
-        for name, (description, error) in CHECKS.items()
-    ],
+    check_specs=check_specs(ASSET, CHECKS),
 )
 def scene_catalog(
     context: dg.AssetExecutionContext, config: SceneConfig, lake: LakeResource

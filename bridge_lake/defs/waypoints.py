@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
-from bridge_lake.defs.checks import check_result, check_spec, report_link
+from bridge_lake.defs.checks import check_result, check_specs, report_link
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.lake import Lake
@@ -66,10 +66,7 @@ class WaypointsConfig(dg.Config):
     description="The drive as an Autoware 1.x waypoint CSV (x,y,z,yaw,velocity,change_flag; "
     "yaw rad, velocity km/h) from calibrated/poses, under <lake>/exports/drive=<id>/, with a "
     "plot beside it and reports/drive=<id>/waypoints.html.",
-    check_specs=[
-        check_spec(name, ASSET, description, blocking=error)
-        for name, (description, error) in CHECKS.items()
-    ],
+    check_specs=check_specs(ASSET, CHECKS),
 )
 def waypoints(
     context: dg.AssetExecutionContext, config: WaypointsConfig, lake: LakeResource
