@@ -9,7 +9,7 @@ import dagster as dg
 
 from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
-from bridge_lake.defs.checks import check_spec
+from bridge_lake.defs.checks import check_specs
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.export.context import DriveContext
@@ -36,8 +36,22 @@ class ExportsConfig(dg.Config):
     """ros2 or ros1 messages in the MCAP"""
 
 
-def _spec(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
-    return check_spec(name, ASSET, description, blocking=blocking)
+CHECKS = {
+    "health": (
+        "every message decodes (rosbags / mcap readers), every mapped topic is there with "
+        "as many messages as the lake has rows, log times never go backwards, header "
+        "stamps equal the lake's times",
+        True,
+    ),
+    "rates": ("each topic's rate within 30% of its stream's nominal rate", False),
+    "transforms": (
+        "the drive's rig gave /tf_static (and poses /tf); without a rig the exports run "
+        "in sensor frames with this warning",
+        False,
+    ),
+}
+"""name → (description, blocking) of the asset's checks: health and rates read the typed
+health problems (`export.health.Kind`), transforms the drive context."""
 
 
 @dg.asset(
@@ -48,22 +62,7 @@ def _spec(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
     deps=[calibrated_asset(t) for t in ASSET_TABLES],
     description="The drive as MCAP (ROS 2 messages; bags on request) through the topic "
     "mapping of its source, under <lake>/exports/drive=<id>/, checked by independent readers.",
-    check_specs=[
-        _spec(
-            "health",
-            "every message decodes (rosbags / mcap readers), every mapped topic is there with "
-            "as many messages as the lake has rows, log times never go backwards, header "
-            "stamps equal the lake's times",
-            True,
-        ),
-        _spec("rates", "each topic's rate within 30% of its stream's nominal rate", False),
-        _spec(
-            "transforms",
-            "the drive's rig gave /tf_static (and poses /tf); without a rig the exports run "
-            "in sensor frames with this warning",
-            False,
-        ),
-    ],
+    check_specs=check_specs(ASSET, CHECKS),
     op_tags={"bridge_lake/heavy": "true"},
     pool="exports",
 )
