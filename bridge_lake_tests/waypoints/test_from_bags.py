@@ -163,6 +163,12 @@ def bags(tmp_path_factory, track):
     (mcap_file,) = made["bag2-mcap"].glob("*.mcap")
     made["mcap"] = root / "poses.mcap"
     shutil.copy(mcap_file, made["mcap"])
+    # the kind is read from the content: names that say nothing (or the wrong thing)
+    made["bag1-renamed"] = root / "drive.bag1"
+    shutil.copy(made["bag1"], made["bag1-renamed"])
+    made["mcap-renamed"] = root / "poses.bag"
+    shutil.copy(mcap_file, made["mcap-renamed"])
+    made["bag2-storage-file"] = mcap_file  # listed by the folder's metadata.yaml: the bag
     return made
 
 
@@ -177,6 +183,9 @@ CASES = {
     "bare mcap TF": ("mcap", "/tf", None),
     "ros1 TF": ("bag1", "/tf", None),
     "ros1 PoseWithCovarianceStamped + TwistStamped": ("bag1", "/ndt_pose", "/vehicle/twist"),
+    "ros1 named .bag1": ("bag1-renamed", "/ndt_pose", "/vehicle/twist"),
+    "mcap named .bag": ("mcap-renamed", "/odom", None),
+    "ros2 bag by its storage file": ("bag2-storage-file", "/odom", None),
 }
 
 
