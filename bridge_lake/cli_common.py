@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -24,6 +25,24 @@ def add_lake(p: argparse.ArgumentParser, help: str = LAKE_HELP) -> None:
 def add_json(p: argparse.ArgumentParser, help: str = JSON_HELP) -> None:
     """`--json`: the command prints JSON instead of its table."""
     p.add_argument("--json", action="store_true", help=help)
+
+
+def add_out(p: argparse.ArgumentParser, what: str) -> None:
+    """`--out FILE` (else stdout) and `--force`, read by `write_out`."""
+    p.add_argument("--out", type=Path, help=f"write {what} here (default: stdout)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+
+
+def write_out(args: argparse.Namespace, text: str) -> bool:
+    """`text` to `--out` (an existing file only with `--force`), else to stdout; True when
+    it went to a file (the command then says what it wrote)."""
+    if args.out is None:
+        sys.stdout.write(text)
+        return False
+    if args.out.exists() and not args.force:
+        raise BridgeLakeError(f"{args.out}: exists (give --force to replace it)")
+    args.out.write_text(text, encoding="utf-8")
+    return True
 
 
 def lake_from_args(args: argparse.Namespace):

@@ -8,10 +8,9 @@ one line by `bridge-lake`).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from bridge_lake.cli_common import add_lake, lake_from_args
+from bridge_lake.cli_common import add_lake, add_out, lake_from_args, write_out
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -28,12 +27,8 @@ def _cmd_init(args: argparse.Namespace) -> int:
         from bridge_lake.normalize.mapping_cli import recording
 
         text = recording_rig_template(recording(args.file), args.vehicle, args.mapping)
-    if args.out is None:
-        sys.stdout.write(text)
+    if not write_out(args, text):
         return 0
-    if args.out.exists() and not args.force:
-        raise BridgeLakeError(f"{args.out}: exists (give --force to replace it)")
-    args.out.write_text(text, encoding="utf-8")
     frames = text.count("\n    kind: ")
     print(
         f"wrote {args.out}: {frames} sensor frame(s) to measure; fill in every null, then put "
@@ -66,8 +61,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument(
         "--mapping", type=Path, help="with FILE.dat: your ADTF stream mapping YAML (user layer)"
     )
-    i.add_argument("--out", type=Path, help="write the template here (default: stdout)")
-    i.add_argument("--force", action="store_true", help="replace an existing --out file")
+    add_out(i, "the template")
     i.set_defaults(func=_cmd_init)
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from bridge_lake.cli_common import add_json
+from bridge_lake.cli_common import add_json, add_out, write_out
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -44,12 +44,8 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
     from bridge_lake.normalize.adtf_mapping_tools import suggest_mapping
 
     text = suggest_mapping(recording(args.file))
-    if args.out is None:
-        sys.stdout.write(text)
+    if not write_out(args, text):
         return 0
-    if args.out.exists() and not args.force:
-        raise BridgeLakeError(f"{args.out}: exists (give --force to replace it)")
-    args.out.write_text(text, encoding="utf-8")
     rules = parse_mapping(text, path=str(args.out)).rules
     print(
         f"wrote {args.out}: {len(rules)} rule(s) ready, the other streams commented; "
@@ -96,8 +92,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "streams land in without a rule.",
     )
     s.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
-    s.add_argument("--out", type=Path, help="write the mapping YAML here (default: stdout)")
-    s.add_argument("--force", action="store_true", help="replace an existing --out file")
+    add_out(s, "the mapping YAML")
     s.set_defaults(func=_cmd_suggest)
 
     c = msub.add_parser(
