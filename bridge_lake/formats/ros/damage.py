@@ -9,6 +9,7 @@ after that point: a scanner stops trusting the file at the first record that is 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,7 @@ def recovered_name(path: str | os.PathLike[str]) -> Path:
     return p.with_name(f"{p.stem}.recovered{p.suffix}")
 
 
-class RecordScanner:
+class RecordScanner(ABC):
     """What the record scanners share: the file, its size, the report, an optional sink
     that receives what is whole (a recovery writer), and how damage is noted."""
 
@@ -181,8 +182,9 @@ class RecordScanner:
         self.size = os.stat(path).st_size
         self.report = ScanReport(self.path, fmt, self.size)
 
+    @abstractmethod
     def scan(self) -> ScanReport:
-        raise NotImplementedError
+        """Walk the file once; the report says what is whole, damaged and lost."""
 
     def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
         self.report.damages.append(Damage(kind, at, text, chunk))
