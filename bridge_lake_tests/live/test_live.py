@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -142,6 +143,7 @@ def test_sigkill_mid_recording_leaves_an_mcap_readers_open(tmp_path, source):
     writer.wait(60)
     messages, complete = mcap_messages(tmp_path / "live.mcap")
     assert not complete and sum(map(len, messages.values())) > 100
+    from mcap.exceptions import McapError
     from mcap.reader import NonSeekingReader
 
     with (tmp_path / "live.mcap").open("rb") as f:
@@ -153,7 +155,7 @@ def test_sigkill_mid_recording_leaves_an_mcap_readers_open(tmp_path, source):
             ):
                 assert channel.topic == "/sensor/imu/data" and ros.header.frame_id == "imu"
                 n += 1
-        except Exception:
+        except (McapError, struct.error):  # the file ends inside a record: the bridge was killed
             pass
     assert n == len(messages["/sensor/imu/data"]) > 0
     check = compare_counts(tmp_path / "live.mcap", tmp_path / "live.mcap")
