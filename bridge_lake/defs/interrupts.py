@@ -10,7 +10,10 @@ the instance; a run that Dagster nevertheless recorded as failed by the interrup
 reported canceled; no further drive starts; a second signal ends the process at once.
 Between runs the signal is only recorded; while a run is being set up or wound up (outside
 Dagster's handlers) it raises KeyboardInterrupt out of `execute_in_process`, and a run left
-unfinished is reported canceled.
+unfinished is reported canceled. A KeyboardInterrupt that lands in a finalizer (a database
+connection closed by the garbage collector) is swallowed by Python and printed as "Exception
+ignored"; the watcher's unraisable hook keeps it off the terminal and trips the signal again,
+so the interrupt reaches the code that runs next.
 
 `publishing()` brackets the span in which a step makes a drive's tables public and records
 their materializations and check results: SIGINT and SIGTERM are blocked in that thread for
@@ -24,6 +27,7 @@ in the main thread anyway.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -37,6 +41,8 @@ import dagster as dg
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 POLL_S = 0.05
 """How often a run not yet executing is looked at after a signal."""
+RETRIP = b"\x00"
+"""Written to the watcher's pipe (never a signal number): trip SIGINT again."""
 
 
 @contextmanager
@@ -68,6 +74,8 @@ class StopWatcher:
         self._saved: dict[int, object] = {}
         self._old_fd = -1
         self._seen = 0
+        self._retrips = 0  # SIGINTs tripped again by the watcher, not sent by the user
+        self._old_hook = sys.unraisablehook
 
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
@@ -78,6 +86,8 @@ class StopWatcher:
         for s in STOP_SIGNALS:
             self._saved[s] = signal.signal(s, self._on_signal)
         self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        self._old_hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         self._thread = threading.Thread(target=self._watch, name="stop-watcher", daemon=True)
         self._thread.start()
         return self
@@ -86,6 +96,7 @@ class StopWatcher:
         if self._pipe is None:
             return
         signal.set_wakeup_fd(self._old_fd)
+        sys.unraisablehook = self._old_hook
         for s, handler in self._saved.items():
             signal.signal(s, handler)  # type: ignore[arg-type]
         r, w = self._pipe
@@ -104,6 +115,16 @@ class StopWatcher:
             self.stopped = self.stopped or signal.Signals(signum).name
         if pending:
             raise KeyboardInterrupt
+
+    def _unraisable(self, info: sys.UnraisableHookArgs) -> None:
+        """Our KeyboardInterrupt raised inside a finalizer, where Python can only ignore
+        it: the watcher trips the signal again (from its thread, so that it is not handled
+        inside this hook) and it interrupts what runs next; anything else goes to the usual
+        hook."""
+        if info.exc_type is not KeyboardInterrupt or not self.stopped or self._pipe is None:
+            self._old_hook(info)
+            return
+        os.write(self._pipe[1], RETRIP)
 
     @contextmanager
     def running(self, run_id: str) -> Iterator[None]:
@@ -128,7 +149,14 @@ class StopWatcher:
             if not data:
                 return  # the write end closed: the watcher's context ended
             for signo in data:
+                if signo == RETRIP[0]:
+                    self._retrips += 1
+                    _thread.interrupt_main(signal.SIGINT)
+                    continue
                 if signo not in STOP_SIGNALS:
+                    continue
+                if signo == signal.SIGINT and self._retrips:
+                    self._retrips -= 1
                     continue
                 name = signal.Signals(signo).name
                 self._seen += 1
