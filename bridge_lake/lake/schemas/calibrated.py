@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from bridge_lake.lake.schemas.base import F64, Column, TableSpec, lidar_point_columns
+from bridge_lake.lake.schemas.base import TIME_NS, Column, TableSpec, columns, lidar_point_columns
 
 
 def _transform(what: str) -> tuple[Column, ...]:
-    return (
-        Column("x_m", F64, f"{what} translation x [m]", nullable=False),
-        Column("y_m", F64, f"{what} translation y [m]", nullable=False),
-        Column("z_m", F64, f"{what} translation z [m]", nullable=False),
-        Column("qx", F64, f"{what} rotation quaternion x", nullable=False),
-        Column("qy", F64, f"{what} rotation quaternion y", nullable=False),
-        Column("qz", F64, f"{what} rotation quaternion z", nullable=False),
-        Column("qw", F64, f"{what} rotation quaternion w (≥ 0)", nullable=False),
+    return columns(
+        f"""
+        x_m  float64!  {what} translation x [m]
+        y_m  float64!  {what} translation y [m]
+        z_m  float64!  {what} translation z [m]
+        qx   float64!  {what} rotation quaternion x
+        qy   float64!  {what} rotation quaternion y
+        qz   float64!  {what} rotation quaternion z
+        qw   float64!  {what} rotation quaternion w (≥ 0)
+        """
     )
 
 
@@ -29,19 +31,23 @@ TF_STATIC = TableSpec(
     "One row per static transform of the drive's rig (parent → child, the pose of the child in "
     "the parent, REP-103): the single source of /tf_static in the exports. Camera intrinsics on "
     "camera rows.",
-    (
-        Column("parent_frame", pa.string(), "parent frame id", nullable=False),
-        Column("child_frame", pa.string(), "child frame id", nullable=False),
-        *_transform("child in parent:"),
-        Column("kind", pa.string(), "imu | gnss | lidar | camera | laser | heading | mount"),
-        Column("time_offset_ns", pa.int64(), "add to the sensor's times for true time [ns]"),
-        Column("width", pa.int32(), "camera image width [px]"),
-        Column("height", pa.int32(), "camera image height [px]"),
-        Column("k", pa.list_(F64, 9), "camera matrix K, row by row [px]"),
-        Column("distortion_model", pa.string(), "plumb_bob | equidistant | lookup_table | ..."),
-        Column("d", pa.list_(F64), "distortion coefficients"),
-        Column("rig_file", pa.string(), "rig YAML the row came from", nullable=False),
-        Column("rig_valid_from", pa.date32(), "first day the calibration holds", nullable=False),
+    columns(
+        """
+        parent_frame  string!  parent frame id
+        child_frame   string!  child frame id
+        """,
+        _transform("child in parent:"),
+        """
+        kind              string            imu | gnss | lidar | camera | laser | heading | mount
+        time_offset_ns    int64             add to the sensor's times for true time [ns]
+        width             int32             camera image width [px]
+        height            int32             camera image height [px]
+        k                 list<float64>[9]  camera matrix K, row by row [px]
+        distortion_model  string            plumb_bob | equidistant | lookup_table | ...
+        d                 list<float64>     distortion coefficients
+        rig_file          string!           rig YAML the row came from
+        rig_valid_from    date32!           first day the calibration holds
+        """,
     ),
 )
 
@@ -51,14 +57,18 @@ POSES = TableSpec(
     "base_link in the drive's map frame (ENU, metres; origin in calibrated/map_origin) at the "
     "pose source's rate: NCLT ground truth where present, else fused from GNSS + IMU, else "
     "GNSS alone (heading from the track). Empty for a drive whose vehicle has no rig.",
-    (
-        Column("time_ns", pa.int64(), "master clock, ns since the Unix epoch", nullable=False),
-        Column("frame_id", pa.string(), "map frame", nullable=False),
-        Column("child_frame_id", pa.string(), "body frame (base_link)", nullable=False),
-        *_transform("base_link in map:"),
-        Column("speed_mps", F64, "horizontal speed [m/s]"),
-        Column("yaw_rad", F64, "heading of base_link x, counter-clockwise from east [rad]"),
-        Column("source", pa.string(), "ground_truth | gnss_imu | gnss", nullable=False),
+    columns(
+        (TIME_NS,),
+        """
+        frame_id        string!  map frame
+        child_frame_id  string!  body frame (base_link)
+        """,
+        _transform("base_link in map:"),
+        """
+        speed_mps  float64  horizontal speed [m/s]
+        yaw_rad    float64  heading of base_link x, counter-clockwise from east [rad]
+        source     string!  ground_truth | gnss_imu | gnss
+        """,
     ),
 )
 
@@ -67,17 +77,17 @@ MAP_ORIGIN = TableSpec(
     "map_origin",
     "One row per drive: the geodetic origin of its map frame (local tangent plane, ENU) and "
     "how the poses were made.",
-    (
-        Column("frame_id", pa.string(), "map frame", nullable=False),
-        Column("lat_deg", F64, "origin latitude [deg] (WGS-84)", nullable=False),
-        Column("lon_deg", F64, "origin longitude [deg]", nullable=False),
-        Column("alt_m", F64, "origin altitude [m]", nullable=False),
-        Column(
-            "origin_source", pa.string(), "rig ground_truth origin | base_link at the first pose"
-        ),
-        Column("estimator", pa.string(), "how calibrated/poses were made", nullable=False),
-        Column("pose_count", pa.int64(), "rows in calibrated/poses", nullable=False),
-        Column("dropped_poses", pa.int64(), "source poses dropped (invalid / NaN)", nullable=False),
+    columns(
+        """
+        frame_id       string!   map frame
+        lat_deg        float64!  origin latitude [deg] (WGS-84)
+        lon_deg        float64!  origin longitude [deg]
+        alt_m          float64!  origin altitude [m]
+        origin_source  string    rig ground_truth origin | base_link at the first pose
+        estimator      string!   how calibrated/poses were made
+        pose_count     int64!    rows in calibrated/poses
+        dropped_poses  int64!    source poses dropped (invalid / NaN)
+        """
     ),
 )
 
@@ -106,33 +116,30 @@ FRAMES = TableSpec(
     "One row per key frame (lidar scan): its pose (slerp-interpolated at the scan time) and the "
     "nearest sample of every camera, IMU and GNSS stream. Frames whose match exceeds the "
     "tolerance are marked (ok = false), never dropped.",
-    (
-        Column("scan_id", pa.int64(), "normalized/lidar_scans.scan_id", nullable=False),
-        Column("stream", pa.string(), "lidar stream", nullable=False),
-        Column("time_ns", pa.int64(), "scan start, master clock [ns]", nullable=False),
-        Column("end_time_ns", pa.int64(), "scan end [ns]", nullable=False),
-        Column("point_count", pa.int64(), "points of the scan", nullable=False),
-        Column("x_m", F64, "base_link in map at time_ns: x [m] (null beyond the limit)"),
-        Column("y_m", F64, "y [m]"),
-        Column("z_m", F64, "z [m]"),
-        Column("qx", F64, "rotation quaternion x"),
-        Column("qy", F64, "rotation quaternion y"),
-        Column("qz", F64, "rotation quaternion z"),
-        Column("qw", F64, "rotation quaternion w"),
-        Column(
-            "pose_extrapolated_ns",
-            pa.int64(),
-            "distance of time_ns outside the poses' time range (0 inside)",
-            nullable=False,
-        ),
-        Column("deskewed", pa.bool_(), "points motion-compensated to time_ns", nullable=False),
-        Column(
-            "matches",
-            pa.list_(MATCH),
-            "nearest sample per stream: sensor (stream), table, its time, dt = its time - "
-            "time_ns (time offsets of the rig applied), tolerance, ok = |dt| ≤ tolerance",
-        ),
-        Column("all_ok", pa.bool_(), "every match within its tolerance", nullable=False),
+    columns(
+        """
+        scan_id               int64!       normalized/lidar_scans.scan_id
+        stream                string!      lidar stream
+        time_ns               int64!       scan start, master clock [ns]
+        end_time_ns           int64!       scan end [ns]
+        point_count           int64!       points of the scan
+        x_m                   float64      base_link in map at time_ns: x [m] (null beyond the
+            limit)
+        y_m                   float64      y [m]
+        z_m                   float64      z [m]
+        qx                    float64      rotation quaternion x
+        qy                    float64      rotation quaternion y
+        qz                    float64      rotation quaternion z
+        qw                    float64      rotation quaternion w
+        pose_extrapolated_ns  int64!       distance of time_ns outside the poses' time range (0
+            inside)
+        deskewed              bool!        points motion-compensated to time_ns
+        matches               list<MATCH>  nearest sample per stream: sensor (stream), table, its
+            time, dt = its time - time_ns (time offsets of the rig applied), tolerance, ok =
+            |dt| ≤ tolerance
+        all_ok                bool!        every match within its tolerance
+        """,
+        structs={"MATCH": MATCH},
     ),
 )
 
