@@ -5,68 +5,66 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from bridge_lake.lake.schemas.base import F32, F64, Column, TableSpec, lidar_point_columns
+from bridge_lake.lake.schemas.base import (
+    F64,
+    TIME_NS,
+    Column,
+    TableSpec,
+    columns,
+    lidar_point_columns,
+)
 
-# Every sensor table starts with the same four columns. `stream` names the source stream
-# (an NCLT file kind such as `ms25`, or an ADTF stream name), so conservation, rates and the
-# clock fit are per stream while analysts query one table per sensor kind.
-
-
-def _sensor_columns(sensor_time: bool = True) -> tuple[Column, ...]:
-    cols = [
-        Column("time_ns", pa.int64(), "master clock, ns since the Unix epoch", nullable=False),
-    ]
-    if sensor_time:
-        cols.append(Column("sensor_time_ns", pa.int64(), "device time stamp from the payload, ns"))
-    cols += [
-        Column(
-            "stream",
-            pa.string(),
-            "source stream (NCLT file kind or ADTF stream name)",
-            nullable=False,
-        ),
-        Column("frame_id", pa.string(), "sensor frame the values are expressed in", nullable=False),
-    ]
-    return tuple(cols)
+SENSOR_COLUMNS = columns(
+    (TIME_NS,),
+    """
+    sensor_time_ns  int64    device time stamp from the payload, ns
+    stream          string!  source stream (NCLT file kind or ADTF stream name)
+    frame_id        string!  sensor frame the values are expressed in
+    """,
+)
+"""Every sensor table starts with these four columns. `stream` names the source stream (an
+NCLT file kind such as `ms25`, or an ADTF stream name), so conservation, rates and the clock
+fit are per stream while analysts query one table per sensor kind."""
 
 
 def _xyz(prefix: str, type_: pa.DataType, unit: str, what: str) -> tuple[Column, ...]:
     return tuple(Column(f"{prefix}_{a}", type_, f"{what} {a} [{unit}]") for a in "xyz")
 
 
-COVARIANCE = Column(
-    "covariance",
-    pa.list_(F64, 21),
-    "upper triangle of the 6x6 pose covariance over (x, y, z, roll, pitch, yaw), row by row",
+ODOMETRY_COLUMNS = columns(
+    """
+    child_frame_id  string             body frame the pose is of
+    x_m             float64            position x [m]
+    y_m             float64            position y [m]
+    z_m             float64            position z [m]
+    roll_rad        float64            roll [rad]
+    pitch_rad       float64            pitch [rad]
+    yaw_rad         float64            yaw / heading [rad]
+    covariance      list<float64>[21]  upper triangle of the 6x6 pose covariance over (x, y,
+        z, roll, pitch, yaw), row by row
+    """,
+    _xyz("linear_velocity", F64, "m/s", "velocity of child_frame_id in its own axes:"),
+    _xyz("angular_velocity", F64, "rad/s", "angular velocity of child_frame_id in its own axes:"),
 )
-POSE_COLUMNS = (
-    Column("x_m", F64, "position x [m]"),
-    Column("y_m", F64, "position y [m]"),
-    Column("z_m", F64, "position z [m]"),
-    Column("roll_rad", F64, "roll [rad]"),
-    Column("pitch_rad", F64, "pitch [rad]"),
-    Column("yaw_rad", F64, "yaw / heading [rad]"),
-)
-TWIST_COLUMNS = (
-    *_xyz("linear_velocity", F64, "m/s", "velocity of child_frame_id in its own axes:"),
-    *_xyz("angular_velocity", F64, "rad/s", "angular velocity of child_frame_id in its own axes:"),
-)
-"""The twist nav_msgs/Odometry carries (in child_frame_id); null = unknown. NCLT fills it
-from the pose derivative (bridge_lake.geometry.body_twist)."""
+"""A pose of a body frame with its covariance and its twist, as nav_msgs/Odometry carries
+them: odometry and ground truth alike. The twist is in child_frame_id; null = unknown. NCLT
+fills it from the pose derivative (bridge_lake.geometry.body_twist)."""
 
 IMU = TableSpec(
     "normalized",
     "imu",
     "Inertial samples: rates, specific force, optional orientation and magnetic field.",
-    (
-        *_sensor_columns(),
-        *_xyz("angular_velocity", F64, "rad/s", "angular velocity"),
-        *_xyz("linear_acceleration", F64, "m/s^2", "specific force"),
-        Column("orientation_x", F64, "orientation quaternion x (null if not measured)"),
-        Column("orientation_y", F64, "orientation quaternion y"),
-        Column("orientation_z", F64, "orientation quaternion z"),
-        Column("orientation_w", F64, "orientation quaternion w"),
-        *_xyz("magnetic_field", F64, "T", "magnetic field"),
+    columns(
+        SENSOR_COLUMNS,
+        _xyz("angular_velocity", F64, "rad/s", "angular velocity"),
+        _xyz("linear_acceleration", F64, "m/s^2", "specific force"),
+        """
+        orientation_x  float64  orientation quaternion x (null if not measured)
+        orientation_y  float64  orientation quaternion y
+        orientation_z  float64  orientation quaternion z
+        orientation_w  float64  orientation quaternion w
+        """,
+        _xyz("magnetic_field", F64, "T", "magnetic field"),
     ),
 )
 
@@ -74,23 +72,25 @@ HEADING = TableSpec(
     "normalized",
     "heading",
     "Single-axis heading sources (e.g. the NCLT KVH fibre-optic gyro, integrated).",
-    (*_sensor_columns(), Column("heading_rad", F64, "heading [rad]")),
+    columns(SENSOR_COLUMNS, "heading_rad  float64  heading [rad]"),
 )
 
 GNSS = TableSpec(
     "normalized",
     "gnss",
     "Satellite fixes in WGS-84.",
-    (
-        *_sensor_columns(),
-        Column("lat_deg", F64, "latitude [deg]"),
-        Column("lon_deg", F64, "longitude [deg]"),
-        Column("alt_m", F64, "altitude [m] (null when the receiver gave none)"),
-        Column("fix_mode", pa.int16(), "receiver fix mode as reported (NCLT: 2 = 2D, 3 = 3D)"),
-        Column("num_sats", pa.int16(), "satellites used (null: not reported)"),
-        Column("track_rad", F64, "course over ground [rad], clockwise from north"),
-        Column("speed_mps", F64, "speed over ground [m/s]"),
-        Column("error_m", F64, "receiver error estimate [m] (RTK), null if none"),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        lat_deg    float64  latitude [deg]
+        lon_deg    float64  longitude [deg]
+        alt_m      float64  altitude [m] (null when the receiver gave none)
+        fix_mode   int16    receiver fix mode as reported (NCLT: 2 = 2D, 3 = 3D)
+        num_sats   int16    satellites used (null: not reported)
+        track_rad  float64  course over ground [rad], clockwise from north
+        speed_mps  float64  speed over ground [m/s]
+        error_m    float64  receiver error estimate [m] (RTK), null if none
+        """,
     ),
 )
 
@@ -98,14 +98,16 @@ CAN_FRAMES = TableSpec(
     "normalized",
     "can_frames",
     "Raw CAN frames.",
-    (
-        *_sensor_columns(),
-        Column("channel", pa.int16(), "bus / channel number", nullable=False),
-        Column("can_id", pa.int64(), "arbitration id (11 or 29 bit)", nullable=False),
-        Column("is_extended", pa.bool_(), "29-bit id", nullable=False),
-        Column("is_remote", pa.bool_(), "remote transmission request"),
-        Column("dlc", pa.int16(), "data length code", nullable=False),
-        Column("data", pa.binary(), "payload bytes (dlc bytes for classic CAN)", nullable=False),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        channel      int16!   bus / channel number
+        can_id       int64!   arbitration id (11 or 29 bit)
+        is_extended  bool!    29-bit id
+        is_remote    bool     remote transmission request
+        dlc          int16!   data length code
+        data         binary!  payload bytes (dlc bytes for classic CAN)
+        """,
     ),
 )
 
@@ -113,18 +115,15 @@ LIDAR_SCANS = TableSpec(
     "normalized",
     "lidar_scans",
     "One row per lidar revolution / frame; points are in lidar_points with the same scan_id.",
-    (
-        *_sensor_columns(),
-        Column(
-            "scan_id",
-            pa.int64(),
-            "scan number, unique within the drive over all lidar streams",
-            nullable=False,
-        ),
-        Column("sensor_scan_id", pa.int64(), "the sensor's own scan / frame counter, if any"),
-        Column("end_time_ns", pa.int64(), "time of the last point [ns]", nullable=False),
-        Column("point_count", pa.int64(), "points in lidar_points", nullable=False),
-        Column("cut", pa.string(), "why the scan ended: azimuth | gap | end | frame"),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        scan_id         int64!  scan number, unique within the drive over all lidar streams
+        sensor_scan_id  int64   the sensor's own scan / frame counter, if any
+        end_time_ns     int64!  time of the last point [ns]
+        point_count     int64!  points in lidar_points
+        cut             string  why the scan ended: azimuth | gap | end | frame
+        """,
     ),
 )
 
@@ -142,20 +141,17 @@ CAMERA_FRAMES = TableSpec(
     "normalized",
     "camera_frames",
     "Camera frames, kept in their encoding (H.264 access units, JPEG/PNG/TIFF, raw pixels).",
-    (
-        *_sensor_columns(),
-        Column("camera", pa.string(), "camera name", nullable=False),
-        Column("width", pa.int32(), "stored width [px]"),
-        Column("height", pa.int32(), "stored height [px]"),
-        Column(
-            "encoding",
-            pa.string(),
-            "h264 | jpeg | png | tiff | rgb8 | bgr8 | mono8 | ...",
-            nullable=False,
-        ),
-        Column("is_keyframe", pa.bool_(), "H.264: access unit holds an IDR frame"),
-        Column("rotate_cw_deg", pa.int16(), "clockwise rotation that makes the image upright"),
-        Column("data", pa.binary(), "the encoded frame or raw pixel buffer", nullable=False),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        camera         string!  camera name
+        width          int32    stored width [px]
+        height         int32    stored height [px]
+        encoding       string!  h264 | jpeg | png | tiff | rgb8 | bgr8 | mono8 | ...
+        is_keyframe    bool     H.264: access unit holds an IDR frame
+        rotate_cw_deg  int16    clockwise rotation that makes the image upright
+        data           binary!  the encoded frame or raw pixel buffer
+        """,
     ),
 )
 
@@ -163,10 +159,12 @@ WHEEL_ODOMETRY = TableSpec(
     "normalized",
     "wheel_odometry",
     "Wheel speeds.",
-    (
-        *_sensor_columns(),
-        Column("v_left_mps", F64, "left wheel speed [m/s]"),
-        Column("v_right_mps", F64, "right wheel speed [m/s]"),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        v_left_mps   float64  left wheel speed [m/s]
+        v_right_mps  float64  right wheel speed [m/s]
+        """,
     ),
 )
 
@@ -174,26 +172,17 @@ ODOMETRY = TableSpec(
     "normalized",
     "odometry",
     "Poses of an odometry / dead-reckoning estimate in its own world frame.",
-    (
-        *_sensor_columns(),
-        Column("child_frame_id", pa.string(), "body frame the pose is of"),
-        *POSE_COLUMNS,
-        COVARIANCE,
-        *TWIST_COLUMNS,
-    ),
+    columns(SENSOR_COLUMNS, ODOMETRY_COLUMNS),
 )
 
 GROUND_TRUTH = TableSpec(
     "normalized",
     "ground_truth",
     "Reference poses (e.g. NCLT SLAM ground truth, local NED); null pose = invalid row.",
-    (
-        *_sensor_columns(),
-        Column("child_frame_id", pa.string(), "body frame the pose is of"),
-        *POSE_COLUMNS,
-        COVARIANCE,
-        *TWIST_COLUMNS,
-        Column("is_node", pa.bool_(), "a SLAM graph node (precise) rather than interpolated"),
+    columns(
+        SENSOR_COLUMNS,
+        ODOMETRY_COLUMNS,
+        "is_node  bool  a SLAM graph node (precise) rather than interpolated",
     ),
 )
 
@@ -201,13 +190,15 @@ LASER_SCANS = TableSpec(
     "normalized",
     "laser_scans",
     "Planar laser scans (sensor_msgs/LaserScan semantics).",
-    (
-        *_sensor_columns(),
-        Column("angle_min_rad", F32, "angle of the first range [rad]", nullable=False),
-        Column("angle_increment_rad", F32, "angle between ranges [rad]", nullable=False),
-        Column("range_min_m", F32, "smallest valid range [m]"),
-        Column("range_max_m", F32, "largest valid range [m]"),
-        Column("ranges_m", pa.list_(F32), "ranges [m]; NaN = no return", nullable=False),
+    columns(
+        SENSOR_COLUMNS,
+        """
+        angle_min_rad        float32!        angle of the first range [rad]
+        angle_increment_rad  float32!        angle between ranges [rad]
+        range_min_m          float32         smallest valid range [m]
+        range_max_m          float32         largest valid range [m]
+        ranges_m             list<float32>!  ranges [m]; NaN = no return
+        """,
     ),
 )
 
@@ -215,53 +206,41 @@ STREAMS = TableSpec(
     "normalized",
     "streams",
     "Stream catalog: one row per source stream with counts, rates, gaps and its clock fit.",
-    (
-        Column("stream", pa.string(), "source stream", nullable=False),
-        Column("source_file", pa.string(), "drive-relative file(s) the stream came from"),
-        Column("source_type", pa.string(), "NCLT kind, ADTF meta type or DDL struct"),
-        Column("table", pa.string(), "normalized table it went to", nullable=False),
-        Column("topic", pa.string(), "default ROS topic for exports"),
-        Column("records_read", pa.int64(), "records in the raw file(s)", nullable=False),
-        Column("rows_written", pa.int64(), "rows in the table", nullable=False),
-        Column("rows_quarantined", pa.int64(), "records in quarantine", nullable=False),
-        Column("first_time_ns", pa.int64(), "first master time"),
-        Column("last_time_ns", pa.int64(), "last master time"),
-        Column("mean_rate_hz", F64, "(rows - 1) / (last - first)"),
-        Column("expected_rate_hz", F64, "nominal rate of the sensor, if known"),
-        Column("reordered", pa.int64(), "records the normalizer moved to restore time order"),
-        Column("out_of_order", pa.int64(), "rows still earlier than their predecessor (0 = ok)"),
-        Column("duplicates", pa.int64(), "records sharing a time stamp with another"),
-        Column("gaps", pa.int64(), "steps longer than the gap threshold"),
-        Column("longest_gap_ns", pa.int64(), "longest step between records"),
-        Column("gap_threshold_ns", pa.int64(), "threshold used (5 median periods)"),
-        Column("clock_offset_ns", pa.int64(), "device clock fit: master - sensor at first sample"),
-        Column("clock_drift_ppm", F64, "device clock fit: drift [ppm]"),
-        Column("clock_residual_ns", F64, "device clock fit: RMS residual"),
-        Column("clock_outliers", pa.int64(), "samples the robust fit excluded"),
-        Column("clock_fit_error", pa.string(), "why no clock fit was possible (if device times)"),
-        Column(
-            "mapping",
-            pa.string(),
-            "how the table was chosen: the mapping rule (and its layer), or why the stream "
-            "went to a generic table (ADTF)",
-        ),
-        Column(
-            "recording_offset_ns",
-            pa.int64(),
-            "added to the recording's own times to put it on the master clock (ADTF)",
-        ),
-        Column(
-            "recording_clock",
-            pa.string(),
-            "how that offset was found: absolute times, the file header, or fitted to another "
-            "recording on a shared stream (ADTF)",
-        ),
-        Column("ddl_struct", pa.string(), "DDL struct describing each sample (ADTF)"),
-        Column(
-            "ddl",
-            pa.string(),
-            "the recording's DDL description of the stream (ADTF): element types, units, enums",
-        ),
+    columns(
+        """
+        stream               string!  source stream
+        source_file          string   drive-relative file(s) the stream came from
+        source_type          string   NCLT kind, ADTF meta type or DDL struct
+        table                string!  normalized table it went to
+        topic                string   default ROS topic for exports
+        records_read         int64!   records in the raw file(s)
+        rows_written         int64!   rows in the table
+        rows_quarantined     int64!   records in quarantine
+        first_time_ns        int64    first master time
+        last_time_ns         int64    last master time
+        mean_rate_hz         float64  (rows - 1) / (last - first)
+        expected_rate_hz     float64  nominal rate of the sensor, if known
+        reordered            int64    records the normalizer moved to restore time order
+        out_of_order         int64    rows still earlier than their predecessor (0 = ok)
+        duplicates           int64    records sharing a time stamp with another
+        gaps                 int64    steps longer than the gap threshold
+        longest_gap_ns       int64    longest step between records
+        gap_threshold_ns     int64    threshold used (5 median periods)
+        clock_offset_ns      int64    device clock fit: master - sensor at first sample
+        clock_drift_ppm      float64  device clock fit: drift [ppm]
+        clock_residual_ns    float64  device clock fit: RMS residual
+        clock_outliers       int64    samples the robust fit excluded
+        clock_fit_error      string   why no clock fit was possible (if device times)
+        mapping              string   how the table was chosen: the mapping rule (and its
+            layer), or why the stream went to a generic table (ADTF)
+        recording_offset_ns  int64    added to the recording's own times to put it on the
+            master clock (ADTF)
+        recording_clock      string   how that offset was found: absolute times, the file
+            header, or fitted to another recording on a shared stream (ADTF)
+        ddl_struct           string   DDL struct describing each sample (ADTF)
+        ddl                  string   the recording's DDL description of the stream (ADTF):
+            element types, units, enums
+        """
     ),
 )
 
@@ -270,12 +249,14 @@ ADTF_PAYLOADS = TableSpec(
     "adtf_payloads",
     "ADTF samples of streams without a DDL description (raw media types, anonymous streams), "
     "kept byte for byte with their stream type.",
-    (
-        Column("time_ns", pa.int64(), "master clock, ns since the Unix epoch", nullable=False),
-        Column("sample_time_ns", pa.int64(), "the sample's own ADTF time stamp, ns"),
-        Column("stream", pa.string(), "ADTF stream name (`stream/substream`)", nullable=False),
-        Column("meta_type", pa.string(), "ADTF meta type (adtf/anonymous, adtf/plaintype, ...)"),
-        Column("data", pa.binary(), "the sample's payload as the vendor reader returns it"),
+    columns(
+        (TIME_NS,),
+        """
+        sample_time_ns  int64    the sample's own ADTF time stamp, ns
+        stream          string!  ADTF stream name (`stream/substream`)
+        meta_type       string   ADTF meta type (adtf/anonymous, adtf/plaintype, ...)
+        data            binary   the sample's payload as the vendor reader returns it
+        """,
     ),
 )
 
@@ -283,15 +264,17 @@ QUARANTINE = TableSpec(
     "normalized",
     "quarantine",
     "Every raw record that could not be normalized, with its position and reason.",
-    (
-        Column("stream", pa.string(), "source stream", nullable=False),
-        Column("source_file", pa.string(), "drive-relative file", nullable=False),
-        Column("record_index", pa.int64(), "index of the record within its stream"),
-        Column("byte_offset", pa.int64(), "byte offset in the file, where known"),
-        Column("line", pa.int64(), "1-based line, for text files"),
-        Column("byte_length", pa.int64(), "bytes skipped, for binary ranges"),
-        Column("reason", pa.string(), "why it was quarantined", nullable=False),
-        Column("raw", pa.binary(), "the raw bytes, capped at 4 KiB"),
+    columns(
+        """
+        stream        string!  source stream
+        source_file   string!  drive-relative file
+        record_index  int64    index of the record within its stream
+        byte_offset   int64    byte offset in the file, where known
+        line          int64    1-based line, for text files
+        byte_length   int64    bytes skipped, for binary ranges
+        reason        string!  why it was quarantined
+        raw           binary   the raw bytes, capped at 4 KiB
+        """
     ),
 )
 
