@@ -96,40 +96,31 @@ def _clear(folder: Path, force: bool) -> None:
 def _one_drive(
     out: Path, kind: str, index: int, minutes: float, seed: int, hits: int | None
 ) -> SynthDrive:
+    drive_id = _drive_id(kind, index, seed)
+    path = out / drive_id
+    path.mkdir(parents=True, exist_ok=True)
+    recorded_at: str | None = None
     if kind == "nclt":
         from bridge_lake.synth.nclt import write_nclt_drive
 
-        date = NCLT_DATES[index % len(NCLT_DATES)]
-        drive_id = _drive_id(kind, index, seed)
-        path = out / drive_id
-        path.mkdir(parents=True, exist_ok=True)
+        recorded_at = date = NCLT_DATES[index % len(NCLT_DATES)]
         density = {"hits_per_rev": hits} if hits else {}
         files = write_nclt_drive(path, minutes=minutes, seed=seed, date=date, **density)
-        meta = DriveMeta(
-            vehicle="nclt-segway",
-            source="nclt",
-            operator="synthetic",
-            route="North Campus loop",
-            weather=WEATHER[seed % len(WEATHER)],
-            notes=f"synthetic NCLT session, seed {seed}, {minutes:g} min",
-            recorded_at=date,
-            tags=("synthetic",),
-        )
+        vehicle, route, what = "nclt-segway", "North Campus loop", "NCLT session"
     else:
         from bridge_lake.synth.adtf import write_adtf_drive
 
-        drive_id = _drive_id(kind, index, seed)
-        path = out / drive_id
-        path.mkdir(parents=True, exist_ok=True)
         files = write_adtf_drive(path, minutes=minutes, seed=seed)
-        meta = DriveMeta(
-            vehicle="test-vehicle-01",
-            source="adtf",
-            operator="synthetic",
-            route="proving ground oval",
-            weather=WEATHER[seed % len(WEATHER)],
-            notes=f"synthetic ADTF drive, seed {seed}, {minutes:g} min",
-            tags=("synthetic",),
-        )
+        vehicle, route, what = "test-vehicle-01", "proving ground oval", "ADTF drive"
+    meta = DriveMeta(
+        vehicle=vehicle,
+        source=kind,
+        operator="synthetic",
+        route=route,
+        weather=WEATHER[seed % len(WEATHER)],
+        notes=f"synthetic {what}, seed {seed}, {minutes:g} min",
+        recorded_at=recorded_at,
+        tags=("synthetic",),
+    )
     (path / DRIVE_YAML).write_text(meta.to_yaml(), encoding="utf-8")
     return SynthDrive(drive_id, kind, path, [path / DRIVE_YAML, *files])
