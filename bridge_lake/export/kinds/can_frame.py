@@ -17,12 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
+from bridge_lake.export.kinds.fixed import Field, header_message
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.serialized import Serialized, fixed
+from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.protobuf.wire import LEN, Fields, tag
 from bridge_lake.export.source import Builder, ExportError, np_column
-from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
+from bridge_lake.formats.ros.wire import U1, U4
 
 STANDARD_ID_LIMIT = 1 << 11
 EXTENDED_ID_LIMIT = 1 << 29
@@ -80,28 +81,15 @@ def columns(
 
 
 def ros(c: CanColumns, ros: int, seq_start: int) -> Serialized:
-    layout = Layout.message(ros)
-    layout.header(c.frame_id)
-    layout.field("id", U4)
-    layout.field("is_rtr", U1)
-    layout.field("is_extended", U1)
-    layout.field("is_error", U1)
-    layout.field("dlc", U1)
-    layout.field("data", U1, CLASSIC_PAYLOAD)
-    return fixed(
-        layout.fill(
-            c.stamp.size,
-            {
-                **header_values(c.stamp, ros, seq_start),
-                "id": c.can_id,
-                "is_rtr": c.is_rtr,
-                "is_extended": c.is_extended,
-                "is_error": c.is_error,
-                "dlc": c.dlc,
-                "data": c.data,
-            },
-        )
-    )
+    fields: list[Field] = [
+        ("id", U4, 0, c.can_id),
+        ("is_rtr", U1, 0, c.is_rtr),
+        ("is_extended", U1, 0, c.is_extended),
+        ("is_error", U1, 0, c.is_error),
+        ("dlc", U1, 0, c.dlc),
+        ("data", U1, CLASSIC_PAYLOAD, c.data),
+    ]
+    return header_message(ros, c.stamp, c.frame_id, seq_start, fields)
 
 
 def protobuf(c: CanColumns) -> Serialized:

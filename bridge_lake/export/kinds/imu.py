@@ -18,13 +18,14 @@ import pyarrow as pa
 from numpy.typing import ArrayLike
 
 from bridge_lake.clock import nearest
+from bridge_lake.export.kinds.fixed import Field, header_message
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.serialized import Serialized, fixed
+from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.protobuf.geometry import doubles
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, Lane, np_column, read_rows, times, vectors
-from bridge_lake.formats.ros.wire import F8, Layout, header_values
+from bridge_lake.formats.ros.wire import F8
 
 NO_ESTIMATE = -1.0
 """orientation_covariance[0] meaning "no orientation estimate" (sensor_msgs/Imu comments)."""
@@ -88,28 +89,15 @@ def columns(
 
 
 def ros(c: ImuColumns, ros: int, seq_start: int) -> Serialized:
-    layout = Layout.message(ros)
-    layout.header(c.frame_id)
-    layout.field("orientation", F8, 4)
-    layout.field("orientation_covariance", F8, 9)
-    layout.field("angular_velocity", F8, 3)
-    layout.field("angular_velocity_covariance", F8, 9)
-    layout.field("linear_acceleration", F8, 3)
-    layout.field("linear_acceleration_covariance", F8, 9)
-    return fixed(
-        layout.fill(
-            c.stamp.size,
-            {
-                **header_values(c.stamp, ros, seq_start),
-                "orientation": c.orientation,
-                "orientation_covariance": c.orientation_covariance,
-                "angular_velocity": c.angular_velocity,
-                "angular_velocity_covariance": c.angular_velocity_covariance,
-                "linear_acceleration": c.linear_acceleration,
-                "linear_acceleration_covariance": c.linear_acceleration_covariance,
-            },
-        )
-    )
+    fields: list[Field] = [
+        ("orientation", F8, 4, c.orientation),
+        ("orientation_covariance", F8, 9, c.orientation_covariance),
+        ("angular_velocity", F8, 3, c.angular_velocity),
+        ("angular_velocity_covariance", F8, 9, c.angular_velocity_covariance),
+        ("linear_acceleration", F8, 3, c.linear_acceleration),
+        ("linear_acceleration_covariance", F8, 9, c.linear_acceleration_covariance),
+    ]
+    return header_message(ros, c.stamp, c.frame_id, seq_start, fields)
 
 
 def protobuf(c: ImuColumns) -> Serialized:

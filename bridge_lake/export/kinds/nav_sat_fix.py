@@ -18,12 +18,13 @@ from foxglove_schemas_protobuf.KeyValuePair_pb2 import KeyValuePair
 from foxglove_schemas_protobuf.LocationFix_pb2 import LocationFix
 from numpy.typing import ArrayLike
 
+from bridge_lake.export.kinds.fixed import Field, header_message
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.serialized import Serialized, fixed
+from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, np_column
-from bridge_lake.formats.ros.wire import F8, I1, U1, U2, Layout, header_values
+from bridge_lake.formats.ros.wire import F8, I1, U1, U2
 
 
 @dataclass(frozen=True)
@@ -76,30 +77,16 @@ def columns(
 
 
 def ros(c: NavSatFixColumns, ros: int, seq_start: int) -> Serialized:
-    layout = Layout.message(ros)
-    layout.header(c.frame_id)
-    layout.field("status", I1)
-    layout.field("service", U2)
-    layout.field("latitude", F8)
-    layout.field("longitude", F8)
-    layout.field("altitude", F8)
-    layout.field("position_covariance", F8, 9)
-    layout.field("position_covariance_type", U1)
-    return fixed(
-        layout.fill(
-            c.stamp.size,
-            {
-                **header_values(c.stamp, ros, seq_start),
-                "status": c.status,
-                "service": c.service,
-                "latitude": c.latitude,
-                "longitude": c.longitude,
-                "altitude": c.altitude,
-                "position_covariance": c.position_covariance,
-                "position_covariance_type": c.position_covariance_type,
-            },
-        )
-    )
+    fields: list[Field] = [
+        ("status", I1, 0, c.status),
+        ("service", U2, 0, c.service),
+        ("latitude", F8, 0, c.latitude),
+        ("longitude", F8, 0, c.longitude),
+        ("altitude", F8, 0, c.altitude),
+        ("position_covariance", F8, 9, c.position_covariance),
+        ("position_covariance_type", U1, 0, c.position_covariance_type),
+    ]
+    return header_message(ros, c.stamp, c.frame_id, seq_start, fields)
 
 
 def protobuf(c: NavSatFixColumns) -> Serialized:

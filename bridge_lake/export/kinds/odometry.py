@@ -18,13 +18,14 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
+from bridge_lake.export.kinds.fixed import Field, header_message
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
-from bridge_lake.export.messages.serialized import Serialized, fixed
+from bridge_lake.export.messages.serialized import Serialized
 from bridge_lake.export.protobuf.geometry import doubles, pose
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, np_column, vectors
-from bridge_lake.formats.ros.wire import F8, Layout, header_values
+from bridge_lake.formats.ros.wire import F8
 from bridge_lake.geometry import rpy_to_quaternion
 
 UNKNOWN_VARIANCE = 1e6
@@ -90,33 +91,20 @@ def columns(
 
 
 def ros(c: OdometryColumns, ros: int, seq_start: int) -> Serialized:
+    """Unknown parts in ROS terms: a zero twist, UNKNOWN_COVARIANCE."""
     zeros3 = np.zeros(3)
-    layout = Layout.message(ros)
-    layout.header(c.frame_id)
-    layout.string(c.child_frame_id)
-    layout.field("position", F8, 3)
-    layout.field("orientation", F8, 4)
-    layout.field("pose_covariance", F8, 36)
-    layout.field("linear_velocity", F8, 3)
-    layout.field("angular_velocity", F8, 3)
-    layout.field("twist_covariance", F8, 36)
-    return fixed(
-        layout.fill(
-            c.stamp.size,
-            {
-                **header_values(c.stamp, ros, seq_start),
-                "position": c.position,
-                "orientation": c.orientation,
-                "pose_covariance": UNKNOWN_COVARIANCE
-                if c.pose_covariance is None
-                else c.pose_covariance,
-                "linear_velocity": zeros3 if c.linear_velocity is None else c.linear_velocity,
-                "angular_velocity": zeros3 if c.angular_velocity is None else c.angular_velocity,
-                "twist_covariance": UNKNOWN_COVARIANCE
-                if c.twist_covariance is None
-                else c.twist_covariance,
-            },
-        )
+    pose_cov = UNKNOWN_COVARIANCE if c.pose_covariance is None else c.pose_covariance
+    twist_cov = UNKNOWN_COVARIANCE if c.twist_covariance is None else c.twist_covariance
+    fields: list[Field] = [
+        ("position", F8, 3, c.position),
+        ("orientation", F8, 4, c.orientation),
+        ("pose_covariance", F8, 36, pose_cov),
+        ("linear_velocity", F8, 3, zeros3 if c.linear_velocity is None else c.linear_velocity),
+        ("angular_velocity", F8, 3, zeros3 if c.angular_velocity is None else c.angular_velocity),
+        ("twist_covariance", F8, 36, twist_cov),
+    ]
+    return header_message(
+        ros, c.stamp, c.frame_id, seq_start, fields, child_frame_id=c.child_frame_id
     )
 
 
