@@ -53,17 +53,15 @@ from mcap.records import (
     Channel,
     ChunkIndex,
     DataEnd,
-    Footer,
     Header,
     McapRecord,
     Metadata,
     MetadataIndex,
     Schema,
-    Statistics,
-    SummaryOffset,
 )
 
 from bridge_lake.formats.ros.files import MCAP_MAGIC
+from bridge_lake.formats.ros.mcap_summary import summary_and_footer
 
 Compression = Literal["zstd", "lz4", "none"]
 
@@ -705,50 +703,20 @@ class McapWriter:
         return {cid: c for cid, c in enumerate(self._channel_counts.tolist()) if c}
 
     def _write_summary(self) -> None:
-        statistics = Statistics(
-            message_count=self._message_count,
-            schema_count=len(self._schemas),
-            channel_count=len(self._channels),
-            attachment_count=len(self._attachment_indexes),
-            metadata_count=len(self._metadata_indexes),
-            chunk_count=len(self._chunk_indexes),
-            message_start_time=self._start_time,
-            message_end_time=self._end_time,
-            channel_message_counts=self._counts(),
-        )
-        groups: list[tuple[Opcode, list[McapRecord]]] = [
-            (Opcode.SCHEMA, list(self._schemas.values())),
-            (Opcode.CHANNEL, list(self._channels.values())),
-            (Opcode.STATISTICS, [statistics]),
-            (Opcode.CHUNK_INDEX, list(self._chunk_indexes)),
-            (Opcode.ATTACHMENT_INDEX, list(self._attachment_indexes)),
-            (Opcode.METADATA_INDEX, list(self._metadata_indexes)),
-        ]
-        summary_start = self._position
-        builder = RecordBuilder()
-        offsets: list[McapRecord] = []
-        for opcode, records in groups:
-            if not records:
-                continue
-            start = builder.count
-            for record in records:
-                record.write(builder)
-            offsets.append(
-                SummaryOffset(
-                    group_opcode=opcode,
-                    group_start=summary_start + start,
-                    group_length=builder.count - start,
-                )
+        self._write(
+            summary_and_footer(
+                self._position,
+                schemas=list(self._schemas.values()),
+                channels=list(self._channels.values()),
+                chunk_indexes=self._chunk_indexes,
+                attachment_indexes=self._attachment_indexes,
+                metadata_indexes=self._metadata_indexes,
+                message_count=self._message_count,
+                channel_message_counts=self._counts(),
+                message_start_time=self._start_time,
+                message_end_time=self._end_time,
             )
-        summary_offset_start = summary_start + builder.count
-        for record in offsets:
-            record.write(builder)
-        summary = builder.end()
-        # the CRC covers the summary and the footer up to (not including) its crc field
-        unsigned = _serialize([Footer(summary_start, summary_offset_start, 0)])[:-4]
-        crc = zlib.crc32(unsigned, zlib.crc32(summary))
-        self._write(summary)
-        self._write_records([Footer(summary_start, summary_offset_start, crc)])
+        )
 
     def _write_records(self, records: list[McapRecord]) -> int:
         data = _serialize(records)

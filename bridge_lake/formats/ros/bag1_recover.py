@@ -99,8 +99,7 @@ class Bag1RecoveryWriter(RecoveryFile):
             out.append(b"".join(_time(t) + _U32.pack(off) for t, off in entries))
         self._write(b"".join(out))
         counts = {cid: len(e) for cid, e in content.index.items()}
-        start = content.start if content.start is not None else 0
-        self.chunk_infos.append((at, start, content.end or 0, counts))
+        self.chunk_infos.append((at, content.start, content.end, counts))
 
     def finish(self) -> None:
         index_pos = self._pos

@@ -24,11 +24,11 @@ from typing import BinaryIO, Protocol
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import (
-    CORRUPT,
     CUT,
     INVALID,
     MAX_RECORD,
     NO_INDEX,
+    ChunkMessages,
     RecordScanner,
     RosFormatError,
     ScanReport,
@@ -96,18 +96,10 @@ class Connection:
 
 
 @dataclass
-class ChunkContent:
-    index: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    """conn id -> [(time ns, offset of the message record in the chunk)], in chunk order."""
-    connections: list[Connection] = field(default_factory=list)
-    start: int | None = None
-    end: int | None = None
-    whole: int = 0
-    """Bytes of the content that are whole records."""
+class ChunkContent(ChunkMessages):
+    """What the walk of one chunk's records found: its messages and connection records."""
 
-    @property
-    def messages(self) -> int:
-        return sum(len(v) for v in self.index.values())
+    connections: list[Connection] = field(default_factory=list)
 
 
 class Bag1Sink(Protocol):
@@ -142,7 +134,6 @@ def walk_chunk(buf: bytes | memoryview, content: ChunkContent) -> None:
     p = 0
     unpack = _U32.unpack_from
     index = content.index
-    start, end = content.start, content.end
     try:
         while p + 4 <= n:
             (hlen,) = unpack(buf, p)
@@ -157,15 +148,7 @@ def walk_chunk(buf: bytes | memoryview, content: ChunkContent) -> None:
             op = fields.get(b"op", b"\0")[0]
             if op == OP_MSGDATA:
                 t = time_ns(fields[b"time"])
-                cid = _U32.unpack(fields[b"conn"])[0]
-                entries = index.get(cid)
-                if entries is None:
-                    entries = index[cid] = []
-                entries.append((t, p))
-                if start is None or t < start:
-                    start = t
-                if end is None or t > end:
-                    end = t
+                index[_U32.unpack(fields[b"conn"])[0]].append((t, p))
             elif op == OP_CONNECTION:
                 content.connections.append(_connection(buf, p, p + 4, hend, stop))
             else:
@@ -173,8 +156,7 @@ def walk_chunk(buf: bytes | memoryview, content: ChunkContent) -> None:
             p = stop
     except (BagHeaderError, KeyError, struct.error):
         pass  # the record at p is not whole or not readable: the content ends before it
-    content.whole = p
-    content.start, content.end = start, end
+    content.walked(p)
 
 
 MAX_INDEX = 64 << 20
@@ -340,18 +322,9 @@ class Bag1Scanner(RecordScanner):
             if self.sink:
                 self.sink.connection(conn)
 
-    def _count(self, content: ChunkContent, *, kept: bool) -> None:
-        for conn in content.connections:
-            self._add_connection(conn)
-        for cid, entries in content.index.items():
-            c = self.connections.get(cid)
-            t = self.report.topic(c.topic if c else f"(connection {cid})", c.type if c else "")
-            if kept:
-                t.kept += len(entries)
-                times = [e[0] for e in entries]
-                t.add_times(min(times), max(times))
-            else:
-                t.dropped += len(entries)
+    def _names(self, cid: int) -> tuple[str, str]:
+        c = self.connections.get(cid)
+        return (c.topic, c.type) if c else (f"(connection {cid})", "")
 
     def _chunk(self, pos: int, fields: dict[bytes, bytes], head: bytes, data: memoryview) -> None:
         n = self.chunks
@@ -370,7 +343,7 @@ class Bag1Scanner(RecordScanner):
             return
         self.report.complete_chunks += 1
         kept_bytes, kept = self._defined(pos, n, content, content_bytes)
-        self._count(kept, kept=True)
+        self._count(kept.index, kept=True)
         if not self.sink:
             return
         if kept is content:
@@ -392,24 +365,11 @@ class Bag1Scanner(RecordScanner):
                 self._add_connection(self.spare[cid])
         if not lost:
             return data, content
-        gone = ChunkContent({c: e for c, e in content.index.items() if c in lost})
-        self._count(gone, kept=False)
-        self._damage(
-            CORRUPT,
-            pos,
-            f"chunk {n} at offset {pos}: {gone.messages} messages on connections "
-            f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
-            n,
-        )
+        self._drop_undefined(pos, n, content, lost, "connections")
         kept_bytes = without_connections(data[: content.whole], lost)
         rebuilt = ChunkContent()
         walk_chunk(kept_bytes, rebuilt)
         return kept_bytes, rebuilt
-
-    def _drop(self, pos: int, n: int, why: str) -> None:
-        self.report.dropped_chunks += 1
-        self.report.unknown_dropped += 1
-        self._damage(CORRUPT, pos, f"chunk {n} at offset {pos}: {why}; chunk dropped", n)
 
     def _cut_chunk(
         self, f: BinaryIO, pos: int, fields: dict[bytes, bytes], hlen: int, dlen: int
@@ -428,7 +388,7 @@ class Bag1Scanner(RecordScanner):
             walk_chunk(prefix, content)
             whole, content = self._defined(pos, n, content, prefix[: content.whole])
             kept = content.messages
-            self._count(content, kept=True)
+            self._count(content.index, kept=True)
             if kept:
                 self.report.partial_chunk_messages = kept
                 if self.sink:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,35 @@ class TopicCount:
     def add_times(self, first: int, last: int) -> None:
         self.first_ns = first if self.first_ns is None else min(self.first_ns, first)
         self.last_ns = last if self.last_ns is None else max(self.last_ns, last)
+
+
+MessageIndex = dict[int, list[tuple[int, int]]]
+"""connection (MCAP: channel) id -> [(time ns, offset of the message record in the chunk)],
+in chunk order: what a recovery writes as the chunk's index."""
+
+
+@dataclass
+class ChunkMessages:
+    """What a walk of one chunk's records found (bag1 and MCAP alike): the messages per
+    connection, their time span and how far the records are whole."""
+
+    index: MessageIndex = field(default_factory=lambda: defaultdict(list))
+    start: int = 0
+    end: int = 0
+    """Earliest and latest message time (0 and 0 without messages)."""
+    whole: int = 0
+    """Bytes of the content that are whole records."""
+
+    @property
+    def messages(self) -> int:
+        return sum(len(v) for v in self.index.values())
+
+    def walked(self, whole: int) -> None:
+        """The walk ended after `whole` bytes: note them and the span of the messages found."""
+        self.whole = whole
+        if self.index:
+            self.start = min(min(e)[0] for e in self.index.values())
+            self.end = max(max(e)[0] for e in self.index.values())
 
 
 @dataclass
@@ -188,6 +218,50 @@ class RecordScanner(ABC):
 
     def _damage(self, kind: str, at: int, text: str, chunk: int | None = None) -> None:
         self.report.damages.append(Damage(kind, at, text, chunk))
+
+    @abstractmethod
+    def _names(self, cid: int) -> tuple[str, str]:
+        """Topic and type name of connection (MCAP: channel) `cid`, as far as known."""
+
+    def _count(self, index: MessageIndex, *, kept: bool) -> None:
+        """Count a chunk's messages per topic as kept (with their time span) or dropped."""
+        for cid, entries in index.items():
+            t = self.report.topic(*self._names(cid))
+            if kept:
+                t.kept += len(entries)
+                t.add_times(min(entries)[0], max(entries)[0])
+            else:
+                t.dropped += len(entries)
+
+    def _drop(
+        self, pos: int, n: int, why: str, kind: str = CORRUPT, content: ChunkMessages | None = None
+    ) -> None:
+        """Chunk `n` at `pos` is damaged and dropped whole; its messages are counted as
+        dropped when its records could be walked (`content`), else its count is unknown."""
+        self.report.dropped_chunks += 1
+        counted = ""
+        if content is not None:
+            self._count(content.index, kept=False)
+            counted = f", {content.messages} messages dropped"
+        else:
+            self.report.unknown_dropped += 1
+        self._damage(kind, pos, f"chunk {n} at offset {pos}: {why}; chunk dropped{counted}", n)
+
+    def _drop_undefined(
+        self, pos: int, n: int, content: ChunkMessages, lost: set[int], what: str
+    ) -> None:
+        """Count and report the messages of chunk `n` on the `lost` connections (`what`:
+        connections | channels) whose only definition went with a dropped chunk."""
+        gone = {cid: entries for cid, entries in content.index.items() if cid in lost}
+        self._count(gone, kept=False)
+        count = sum(len(v) for v in gone.values())
+        self._damage(
+            CORRUPT,
+            pos,
+            f"chunk {n} at offset {pos}: {count} messages on {what} "
+            f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
+            n,
+        )
 
 
 def recover_with(

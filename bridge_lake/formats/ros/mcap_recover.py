@@ -19,7 +19,6 @@ import struct
 import zlib
 
 from mcap.data_stream import RecordBuilder
-from mcap.opcode import Opcode
 from mcap.records import (
     Attachment,
     AttachmentIndex,
@@ -27,14 +26,11 @@ from mcap.records import (
     Chunk,
     ChunkIndex,
     DataEnd,
-    Footer,
     Header,
     MessageIndex,
     Metadata,
     MetadataIndex,
     Schema,
-    Statistics,
-    SummaryOffset,
 )
 
 from bridge_lake.formats.ros import compression as comp
@@ -46,6 +42,7 @@ from bridge_lake.formats.ros.mcap_scan import (
     record_bytes,
     walk_records,
 )
+from bridge_lake.formats.ros.mcap_summary import summary_and_footer
 
 LOOSE_CHUNK_BYTES = 4 << 20
 """Messages found outside chunks are gathered into chunks of about this size."""
@@ -79,35 +76,34 @@ class McapRecoveryWriter(RecoveryFile):
         if not self._header_written:  # a file cut before its header record: a neutral one
             self.header(record_bytes(Header(profile="", library=LIBRARY)))
 
+    def _append(self, raw: bytes | memoryview) -> int:
+        """Write a record after all that comes before it in file order: the loose messages
+        gathered so far (as their chunk) and the header; returns its offset."""
+        self._flush_loose()
+        self._ensure_header()
+        return self._write(raw)
+
     def schema(self, schema: Schema, raw: bytes | None) -> None:
         self.schemas.setdefault(schema.id, schema)
         if raw is not None:
-            self._flush_loose()
-            self._ensure_header()
-            self._write(raw)
+            self._append(raw)
 
     def channel(self, channel: Channel, raw: bytes | None) -> None:
         self.channels.setdefault(channel.id, channel)
         if raw is not None:
-            self._flush_loose()
-            self._ensure_header()
-            self._write(raw)
+            self._append(raw)
 
     def chunk(
         self, head: bytes, body: memoryview, content: ChunkContent, compression: str, size: int
     ) -> None:
         """A whole chunk, copied as it is, then its message indexes."""
-        self._flush_loose()
-        self._ensure_header()
-        start = self._write(head)
+        start = self._append(head)
         self._write(body)
         (dlen,) = struct.unpack_from("<Q", body, 32 + len(compression.encode()))
         self._indexes(start, len(head) + len(body), content, compression, dlen, size)
 
     def records(self, data: bytes, content: ChunkContent, compression: str) -> None:
         """Whole records of a cut chunk (or loose messages): a new chunk of them."""
-        self._flush_loose()
-        self._ensure_header()
         packed = comp.compress(compression, data)
         chunk = Chunk(
             compression=compression,
@@ -118,7 +114,7 @@ class McapRecoveryWriter(RecoveryFile):
             uncompressed_size=len(data),
         )
         raw = record_bytes(chunk)
-        start = self._write(raw)
+        start = self._append(raw)
         self._indexes(start, len(raw), content, compression, len(packed), len(data))
 
     def loose_message(self, raw: bytes, channel_id: int, log_time: int) -> None:
@@ -135,9 +131,7 @@ class McapRecoveryWriter(RecoveryFile):
         self.records(data, content, "")
 
     def attachment(self, raw: bytes, a: Attachment) -> None:
-        self._flush_loose()
-        self._ensure_header()
-        at = self._write(raw)
+        at = self._append(raw)
         self.attachment_indexes.append(
             AttachmentIndex(
                 offset=at,
@@ -151,9 +145,7 @@ class McapRecoveryWriter(RecoveryFile):
         )
 
     def metadata(self, raw: bytes, m: Metadata) -> None:
-        self._flush_loose()
-        self._ensure_header()
-        at = self._write(raw)
+        at = self._append(raw)
         self.metadata_indexes.append(MetadataIndex(offset=at, length=len(raw), name=m.name))
 
     # -- indexes -----------------------------------------------------------------------------
@@ -194,48 +186,21 @@ class McapRecoveryWriter(RecoveryFile):
 
     def finish(self) -> None:
         """Data end, summary, summary offsets, footer and closing magic (mcap's layout)."""
-        self._flush_loose()
-        self._ensure_header()
-        self._write(record_bytes(DataEnd(0)))
-        summary_start = self._pos
-        builder = RecordBuilder()
-        offsets: list[SummaryOffset] = []
-        stats = Statistics(
-            message_count=sum(self.counts.values()),
-            schema_count=len(self.schemas),
-            channel_count=len(self.channels),
-            attachment_count=len(self.attachment_indexes),
-            metadata_count=len(self.metadata_indexes),
-            chunk_count=len(self.chunk_indexes),
-            message_start_time=self.first or 0,
-            message_end_time=self.last or 0,
-            channel_message_counts=dict(sorted(self.counts.items())),
-        )
-        groups = (
-            (Opcode.SCHEMA, [self.schemas[k] for k in sorted(self.schemas)]),
-            (Opcode.CHANNEL, [self.channels[k] for k in sorted(self.channels)]),
-            (Opcode.STATISTICS, [stats]),
-            (Opcode.CHUNK_INDEX, self.chunk_indexes),
-            (Opcode.ATTACHMENT_INDEX, self.attachment_indexes),
-            (Opcode.METADATA_INDEX, self.metadata_indexes),
-        )
-        for opcode, records in groups:
-            if not records:
-                continue
-            group_start = builder.count
-            for record in records:
-                record.write(builder)
-            offsets.append(
-                SummaryOffset(opcode, summary_start + group_start, builder.count - group_start)
+        self._append(record_bytes(DataEnd(0)))
+        self._write(
+            summary_and_footer(
+                self._pos,
+                schemas=[self.schemas[k] for k in sorted(self.schemas)],
+                channels=[self.channels[k] for k in sorted(self.channels)],
+                chunk_indexes=self.chunk_indexes,
+                attachment_indexes=self.attachment_indexes,
+                metadata_indexes=self.metadata_indexes,
+                message_count=sum(self.counts.values()),
+                channel_message_counts=dict(sorted(self.counts.items())),
+                message_start_time=self.first or 0,
+                message_end_time=self.last or 0,
             )
-        offset_start = summary_start + builder.count
-        for offset in offsets:
-            offset.write(builder)
-        summary = builder.end()
-        crc = zlib.crc32(summary)
-        crc = zlib.crc32(struct.pack("<BQQQ", Opcode.FOOTER, 20, summary_start, offset_start), crc)
-        self._write(summary)
-        self._write(record_bytes(Footer(summary_start, offset_start, crc)))
+        )
         self._write(MCAP_MAGIC)
         self._f.close()
 

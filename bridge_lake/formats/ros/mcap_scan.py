@@ -38,6 +38,7 @@ from bridge_lake.formats.ros.damage import (
     INVALID,
     MAX_RECORD,
     NO_INDEX,
+    ChunkMessages,
     RecordScanner,
     RosFormatError,
     ScanReport,
@@ -76,21 +77,12 @@ def _name(op: int) -> str:
 
 
 @dataclass
-class ChunkContent:
-    """What the walk of one chunk's records found."""
+class ChunkContent(ChunkMessages):
+    """What the walk of one chunk's records found: its messages (by channel id, log times),
+    schema and channel records."""
 
-    index: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    """channel id -> [(log_time, offset of the message record in the chunk)], file order."""
-    start: int = 0
-    end: int = 0
-    whole: int = 0
-    """Bytes of the content that are whole records."""
     schemas: list[Schema] = field(default_factory=list)
     channels: list[Channel] = field(default_factory=list)
-
-    @property
-    def messages(self) -> int:
-        return sum(len(v) for v in self.index.values())
 
 
 class McapSink(Protocol):
@@ -117,7 +109,6 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool 
     n = len(buf)
     p = 0
     index = content.index
-    start = end = None
     unpack_msg, unpack_head = _MSG_HEAD.unpack_from, _OP_LEN.unpack_from
     while p + 9 <= n:
         op, length = unpack_head(buf, p)
@@ -126,14 +117,7 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool 
             break
         if op == 5 and length >= 22:
             _, _, cid, _, t = unpack_msg(buf, p)
-            entries = index.get(cid)
-            if entries is None:
-                entries = index[cid] = []
-            entries.append((t, p))
-            if start is None or t < start:
-                start = t
-            if end is None or t > end:
-                end = t
+            index[cid].append((t, p))
         elif op == 3:
             schema = parse_record(Schema, buf[p + 9 : stop])
             if schema is None:
@@ -147,8 +131,7 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool 
         elif chunk or (op not in OPCODES and op < 0x80):
             break  # a chunk holds schemas, channels, messages only: the rest is not trusted
         p = stop
-    content.whole = p
-    content.start, content.end = start or 0, end or 0
+    content.walked(p)
 
 
 R = TypeVar("R", Header, Schema, Channel, Attachment, Metadata)
@@ -471,18 +454,12 @@ class McapScanner(RecordScanner):
         if self.sink and record is not None:
             self.sink.metadata(raw, record)
 
-    def _count(self, index: dict[int, list[tuple[int, int]]], *, kept: bool) -> None:
-        for cid, entries in index.items():
-            channel = self.channels.get(cid)
-            topic = channel.topic if channel else f"(channel {cid})"
-            schema = self.schemas.get(channel.schema_id) if channel else None
-            t = self.report.topic(topic, schema.name if schema else "")
-            if kept:
-                t.kept += len(entries)
-                times = [e[0] for e in entries]
-                t.add_times(min(times), max(times))
-            else:
-                t.dropped += len(entries)
+    def _names(self, cid: int) -> tuple[str, str]:
+        channel = self.channels.get(cid)
+        if channel is None:
+            return f"(channel {cid})", ""
+        schema = self.schemas.get(channel.schema_id)
+        return channel.topic, schema.name if schema else ""
 
     # -- chunks ----------------------------------------------------------------------------
 
@@ -503,7 +480,7 @@ class McapScanner(RecordScanner):
 
     def _take(self, pos: int, n: int, head9: bytes, body: memoryview, seen: Inspected) -> None:
         if seen.damage is not None:
-            self._drop(pos, n, seen.damage, seen.why, seen.content)
+            self._drop(pos, n, seen.why, seen.damage, seen.content)
             return
         content = seen.content
         assert content is not None
@@ -531,16 +508,7 @@ class McapScanner(RecordScanner):
                 self._add_channel(channel, None)
         if not lost:
             return b"", content
-        gone = {cid: entries for cid, entries in content.index.items() if cid in lost}
-        self._count(gone, kept=False)
-        count = sum(len(v) for v in gone.values())
-        self._damage(
-            CORRUPT,
-            pos,
-            f"chunk {n} at offset {pos}: {count} messages on channels "
-            f"{', '.join(map(str, sorted(lost)))}, defined only in a dropped chunk; dropped",
-            n,
-        )
+        self._drop_undefined(pos, n, content, lost, "channels")
         rebuilt_data = without_channels(records()[: content.whole], lost)
         rebuilt = ChunkContent()
         walk_records(rebuilt_data, rebuilt)
@@ -570,18 +538,6 @@ class McapScanner(RecordScanner):
         if schema is not None:
             self._add_schema(schema, record_bytes(schema))
         return schema is not None
-
-    def _drop(
-        self, pos: int, n: int, kind: str, why: str, content: ChunkContent | None = None
-    ) -> None:
-        self.report.dropped_chunks += 1
-        counted = ""
-        if content is not None:
-            self._count(content.index, kept=False)
-            counted = f", {content.messages} messages dropped"
-        else:
-            self.report.unknown_dropped += 1
-        self._damage(kind, pos, f"chunk {n} at offset {pos}: {why}; chunk dropped{counted}", n)
 
     def _cut_chunk(self, f: BinaryIO, pos: int, length: int) -> None:
         """The last chunk, cut by the end of the file: keep the whole records its complete
