@@ -9,8 +9,9 @@ Decoding many samples to Arrow is `ddl_decode`; re-laying one sample is `ddl_con
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
@@ -18,6 +19,7 @@ from defusedxml import DefusedXmlException
 from bridge_lake.formats.adtf.errors import DDLError
 
 Layout = Literal["serialized", "deserialized"]
+T = TypeVar("T")
 
 BASE_TYPES: dict[str, str] = {
     "tBool": "u1",
@@ -285,6 +287,36 @@ def _check_cycle(ddl: DDL, name: str, stack: tuple[str, ...]) -> None:
 
 def align(value, alignment: int):
     return (value + alignment - 1) // alignment * alignment
+
+
+def element_offset(layout: Layout, e: Element, cursor, after_variable: bool):
+    """Where element `e` starts in its struct, `cursor` being where the element before it
+    ended: serialized, at its `bytepos` until a variable-size element came before it (then
+    at `cursor`, spec §10.2); deserialized, at `cursor` aligned for the element."""
+    if layout == "serialized":
+        return e.bytepos if e.bytepos is not None and not after_variable else cursor
+    return align(cursor, e.alignment)
+
+
+def array_count(
+    ints: Mapping[str, T],
+    owner: str,
+    e: Element,
+    done: str,
+    *,
+    path: str | None = None,
+    offset: int | None = None,
+) -> T:
+    """The value of the integer element that the dynamic array `e` (of struct `owner`) names
+    as its size; it must have been read before the array (`done`: how, for the error)."""
+    value = ints.get(e.arraysize)  # type: ignore[arg-type]
+    if value is None:
+        raise DDLError(
+            f"{owner}.{e.name}: arraysize {e.arraysize!r} is no integer element {done} before it",
+            path=path,
+            offset=offset,
+        )
+    return value
 
 
 def is_bitfield(ddl: DDL, e: Element) -> bool:

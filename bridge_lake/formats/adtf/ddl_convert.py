@@ -15,6 +15,8 @@ from bridge_lake.formats.adtf.ddl import (
     Layout,
     Struct,
     align,
+    array_count,
+    element_offset,
     is_bitfield,
     is_variable,
 )
@@ -31,12 +33,6 @@ def convert(ddl: DDL, struct_name: str, data: bytes, src: Layout, dst: Layout) -
     except pystruct.error as exc:
         raise DDLError(f"{struct_name}: sample of {len(data)} bytes too short ({exc})") from None
     return bytes(out)
-
-
-def _elem_pos(layout: Layout, e: Element, base: int, cursor: int, dynamic: bool) -> int:
-    if layout == "serialized":
-        return base + (e.bytepos if e.bytepos is not None and not dynamic else cursor)
-    return base + align(cursor, e.alignment)
 
 
 def _width(ddl: DDL, e: Element, code: str, count: int, layout: Layout) -> int:
@@ -65,17 +61,11 @@ def _convert_struct(
     s_cur = d_cur = s_end = d_end = 0
     dynamic = False
     for e in st.elements:
-        spos = _elem_pos(sl, e, sbase, s_cur, dynamic)
-        dpos = _elem_pos(dl, e, dbase, d_cur, dynamic)
+        spos = sbase + element_offset(sl, e, s_cur, dynamic)
+        dpos = dbase + element_offset(dl, e, d_cur, dynamic)
         code = ddl.numpy_code(e.type)
         if isinstance(e.arraysize, str):
-            count = ints.get(e.arraysize)
-            if count is None:
-                raise DDLError(
-                    f"{st.name}.{e.name}: arraysize {e.arraysize!r} is no integer element "
-                    "converted before it",
-                    offset=spos,
-                )
+            count = array_count(ints, st.name, e, "converted", offset=spos)
             unit = int(code[1]) if code is not None else 1
             if count < 0 or count * unit > max(len(src) - spos, 0):
                 raise DDLError(

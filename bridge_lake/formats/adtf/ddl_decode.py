@@ -30,6 +30,8 @@ from bridge_lake.formats.adtf.ddl import (
     Enum,
     Layout,
     align,
+    array_count,
+    element_offset,
     is_bitfield,
     is_variable,
     static_size,
@@ -231,20 +233,11 @@ class _Decoder:
         end: int | np.ndarray = 0
         after_variable = False
         for e, variable in zip(st.elements, self.variable(name), strict=True):
-            if serialized:
-                rel = e.bytepos if e.bytepos is not None and not after_variable else cursor
-            else:
-                rel = align(cursor, e.alignment)
+            rel = element_offset(self.layout, e, cursor, after_variable)
             pos = base + rel
             code = self.ddl.numpy_code(e.type)
             if isinstance(e.arraysize, str):
-                raw = ints.get(e.arraysize)
-                if raw is None:
-                    raise DDLError(
-                        f"{name}.{e.name}: arraysize {e.arraysize!r} is no integer element "
-                        "decoded before it",
-                        path=self.path,
-                    )
+                raw = array_count(ints, name, e, "decoded", path=self.path)
                 unit = int(code[1]) if code is not None else self.min_size(e.type)
                 count: int | np.ndarray = self.counts(f"{name}.{e.name}", raw, pos, limit, unit)
             else:

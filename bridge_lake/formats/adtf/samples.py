@@ -250,6 +250,30 @@ def parse_adtf3_info(info: memoryview, *, path: str, offset: int) -> tuple[Strea
     return parse_stream_type(xml, path=path, offset=offset), serializer
 
 
+def _envelope(
+    envelope: struct.Struct, adtf: int, buf: memoryview, body: int, end: int, *, path: str
+) -> tuple[int, ...]:
+    """The fields of an ADTF `adtf` (2 or 3) sample envelope at `body`, which must fit
+    before the chunk's `end`."""
+    if body + envelope.size > end:
+        raise SampleError(
+            f"ADTF {adtf} sample envelope does not fit its chunk", path=path, offset=body
+        )
+    return envelope.unpack_from(buf, body)
+
+
+def _data_end(size: int, start: int, end: int, *, path: str, size_at: int) -> int:
+    """Where a sample's `size` bytes of data starting at `start` end; they must fit before
+    the chunk's `end` (else the error names `size_at`, the offset of the size field)."""
+    if size > end - start:
+        raise SampleError(
+            f"sample buffer_size {size} exceeds the {end - start} bytes left in the chunk",
+            path=path,
+            offset=size_at,
+        )
+    return start + size
+
+
 def adtf2_envelope(
     buf: memoryview, body: int, end: int, *, path: str
 ) -> tuple[int, int, int, int, int]:
@@ -258,18 +282,9 @@ def adtf2_envelope(
     The sample-info table (version >= 3) lies in [data_end, info_end); it is only walked here
     to validate its sizes, and decoded on demand by `adtf2_sample_infos`.
     """
-    if body + ADTF2_ENVELOPE.size > end:
-        raise SampleError("ADTF 2 sample envelope does not fit its chunk", path=path, offset=body)
-    version, size, time, flags = ADTF2_ENVELOPE.unpack_from(buf, body)
+    version, size, time, flags = _envelope(ADTF2_ENVELOPE, 2, buf, body, end, path=path)
     start = body + ADTF2_ENVELOPE.size
-    if size > end - start:
-        raise SampleError(
-            f"sample buffer_size {size} exceeds the {end - start} bytes left in the chunk",
-            path=path,
-            offset=body + 1,
-        )
-    stop = start + size
-    info_end = stop
+    stop = info_end = _data_end(size, start, end, path=path, size_at=body + 1)
     if version >= 3:
         if stop + 4 > end:
             raise SampleError("sample-info count runs past the chunk", path=path, offset=stop)
@@ -327,17 +342,9 @@ def adtf3_envelope(
     buf: memoryview, body: int, end: int, *, path: str
 ) -> tuple[int, int, int, int, int, int]:
     """(sample_time, user_flags, data_start, data_end, info_end, substream_id) of §9.4."""
-    if body + ADTF3_ENVELOPE.size > end:
-        raise SampleError("ADTF 3 sample envelope does not fit its chunk", path=path, offset=body)
-    time, flags, size = ADTF3_ENVELOPE.unpack_from(buf, body)
+    time, flags, size = _envelope(ADTF3_ENVELOPE, 3, buf, body, end, path=path)
     start = body + ADTF3_ENVELOPE.size
-    if size > end - start:
-        raise SampleError(
-            f"sample buffer_size {size} exceeds the {end - start} bytes left in the chunk",
-            path=path,
-            offset=body + 12,
-        )
-    stop = pos = start + size
+    stop = pos = _data_end(size, start, end, path=path, size_at=body + 12)
     if flags & ADTF3_FLAG_INFO:
         if pos + 5 > end:
             raise SampleError("sample info block runs past the chunk", path=path, offset=pos)
