@@ -274,6 +274,21 @@ def _data_end(size: int, start: int, end: int, *, path: str, size_at: int) -> in
     return start + size
 
 
+def _block_end(
+    buf: memoryview, pos: int, end: int, head: int, head_name: str, data_name: str, path: str
+) -> int:
+    """Where a block at `pos` ends: a `head`-byte header ending in the u32 size of the data
+    after it. Header and data must fit before the chunk's `end` (the names are for the
+    errors)."""
+    if pos + head > end:
+        raise SampleError(f"{head_name} runs past the chunk", path=path, offset=pos)
+    (n,) = struct.unpack_from("<I", buf, pos + head - 4)
+    pos += head + n
+    if pos > end:
+        raise SampleError(f"{data_name} runs past the chunk", path=path, offset=pos)
+    return pos
+
+
 def adtf2_envelope(
     buf: memoryview, body: int, end: int, *, path: str
 ) -> tuple[int, int, int, int, int]:
@@ -291,12 +306,7 @@ def adtf2_envelope(
         (count,) = struct.unpack_from("<I", buf, stop)
         pos = stop + 4
         for _ in range(count):
-            if pos + 8 > end:
-                raise SampleError("sample-info entry runs past the chunk", path=path, offset=pos)
-            (n,) = struct.unpack_from("<I", buf, pos + 4)
-            pos += 8 + n
-            if pos > end:
-                raise SampleError("sample-info value runs past the chunk", path=path, offset=pos)
+            pos = _block_end(buf, pos, end, 8, "sample-info entry", "sample-info value", path)
         info_end = pos
     return time, flags, start, stop, info_end
 
@@ -346,12 +356,8 @@ def adtf3_envelope(
     start = body + ADTF3_ENVELOPE.size
     stop = pos = _data_end(size, start, end, path=path, size_at=body + 12)
     if flags & ADTF3_FLAG_INFO:
-        if pos + 5 > end:
-            raise SampleError("sample info block runs past the chunk", path=path, offset=pos)
-        (n,) = struct.unpack_from("<I", buf, pos + 1)
-        pos += 5 + n
-        if pos > end:
-            raise SampleError("sample info block runs past the chunk", path=path, offset=pos)
+        block = "sample info block"
+        pos = _block_end(buf, pos, end, 5, block, block, path)
     substream = 0
     if flags & ADTF3_FLAG_SUBSTREAM:
         if pos + 4 > end:
