@@ -448,7 +448,8 @@ def _media_type_structs() -> dict[str, Struct]:
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """A stream declaration for `write_dat` (see `DatWriter.add_stream`)."""
+    """A stream declaration for `write_dat`: arguments of `DatWriter.add_stream`, which
+    takes every field by its name."""
 
     name: str
     stream_type: StreamType | None = None
@@ -487,16 +488,7 @@ def write_dat(
     """Write a whole recording in one call; returns its path."""
     with DatWriter(path, version=version, description=description, file_time=file_time) as w:
         for spec in streams:
-            w.add_stream(
-                spec.name,
-                stream_type=spec.stream_type,
-                major=spec.major,
-                sub=spec.sub,
-                type_flags=spec.type_flags,
-                ddl=spec.ddl,
-                ddl_struct=spec.ddl_struct,
-                stream_id=spec.stream_id,
-            )
+            w.add_stream(**vars(spec))
         for item in items:
             if item.kind == "trigger":
                 w.write_trigger(item.stream_id, item.time_ns)
