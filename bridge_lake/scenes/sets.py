@@ -34,7 +34,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -181,12 +181,8 @@ class TableSnapshot:
     fingerprint: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files,
-            "rows": self.rows,
-            "bytes": self.bytes,
-            "fingerprint": self.fingerprint,
-        }
+        """Every field but `table`, the key the snapshot is filed under."""
+        return {k: v for k, v in asdict(self).items() if k != "table"}
 
 
 def table_snapshot(lake: Lake, table: str, drive: str, *, content: bool = False) -> TableSnapshot:
