@@ -7,15 +7,30 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
-from bridge_lake.cli_common import add_json, add_lake, lake_from_args
+from bridge_lake.cli_common import add_json, add_lake, add_report, lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.play.cli import add_command as add_play_command
 from bridge_lake.query_output import FORMATS as QUERY_FORMATS
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
+
+
+def _drive_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `synth` and `demo` hand the synthesizer: how many drives, how long, seed, source."""
+    return {k: getattr(args, k) for k in ("drives", "minutes", "seed", "source")}
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--source",
+        choices=("nclt", "adtf", "all"),
+        default="all",
+        help="NCLT sessions, ADTF recordings, or alternating (all)",
+    )
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -30,14 +45,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
             bar.set_postfix_str(drive)
 
         made = synthesize(
-            args.out,
-            drives=args.drives,
-            minutes=args.minutes,
-            seed=args.seed,
-            source=args.source,
-            light=args.light,
-            force=args.force,
-            progress=progress,
+            args.out, **_drive_options(args), light=args.light, force=args.force, progress=progress
         )
     for d in made:
         size = sum(f.stat().st_size for f in d.files)
@@ -48,15 +56,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from bridge_lake.demo import run_demo
 
-    result = run_demo(
-        args.workdir,
-        drives=args.drives,
-        minutes=args.minutes,
-        seed=args.seed,
-        source=args.source,
-        out=sys.stdout,
-    )
-    return result.exit_code
+    return run_demo(args.workdir, **_drive_options(args), out=sys.stdout).exit_code
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -292,12 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drives", type=int, default=1, help="how many drive folders")
     p.add_argument("--minutes", type=float, default=1.0, help="length of each drive")
     p.add_argument("--seed", type=int, default=0, help="random seed: same seed, same bytes")
-    p.add_argument(
-        "--source",
-        choices=("nclt", "adtf", "all"),
-        default="all",
-        help="NCLT sessions, ADTF recordings, or alternating (all)",
-    )
+    _add_source(p)
     p.add_argument("--light", action="store_true", help="thin lidar (demos, quick tests)")
     p.add_argument(
         "--force", action="store_true", help="replace drive folders that already hold files"
@@ -314,12 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drive length (1.5 min: long enough for the planted scene events)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of the drives")
-    p.add_argument(
-        "--source",
-        choices=("nclt", "adtf", "all"),
-        default="all",
-        help="NCLT sessions, ADTF recordings, or alternating (all)",
-    )
+    _add_source(p)
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser(
@@ -429,8 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
     )
     p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
-    add_json(p)
-    p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
+    add_report(p)
     p.set_defaults(func=_cmd_health)
 
     p = sub.add_parser(

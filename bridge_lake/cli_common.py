@@ -27,6 +27,13 @@ def add_json(p: argparse.ArgumentParser, help: str = JSON_HELP) -> None:
     p.add_argument("--json", action="store_true", help=help)
 
 
+def add_report(p: argparse.ArgumentParser) -> None:
+    """`--json` and `--html FILE`: a check's report as JSON instead of its table, and also
+    as an HTML page with a timeline."""
+    add_json(p)
+    p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
+
+
 def add_out(p: argparse.ArgumentParser, what: str) -> None:
     """`--out FILE` (else stdout) and `--force`, read by `write_out`."""
     p.add_argument("--out", type=Path, help=f"write {what} here (default: stdout)")

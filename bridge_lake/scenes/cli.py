@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge_lake.cli_common import add_json, add_lake, lake_from_args, table_lines
+from bridge_lake.cli_common import add_json, add_lake, add_report, lake_from_args, table_lines
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -361,8 +361,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path, help="scene MCAP")
     p.add_argument("--manifest", type=Path, help="manifest JSON (default: beside the file)")
     p.add_argument("--against", help="lake root: compare with the lake's rows")
-    add_json(p)
-    p.add_argument("--html", type=Path, help="also write an HTML report with a timeline")
+    add_report(p)
     p.set_defaults(func=_cmd_replay)
 
 
