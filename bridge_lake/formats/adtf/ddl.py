@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
@@ -298,23 +298,15 @@ def element_offset(layout: Layout, e: Element, cursor, after_variable: bool):
     return align(cursor, e.alignment)
 
 
-def array_count(
-    ints: Mapping[str, T],
-    owner: str,
-    e: Element,
-    done: str,
-    *,
-    path: str | None = None,
-    offset: int | None = None,
-) -> T:
+def array_count(ints: Mapping[str, T], owner: str, e: Element, done: str, **at: Any) -> T:
     """The value of the integer element that the dynamic array `e` (of struct `owner`) names
-    as its size; it must have been read before the array (`done`: how, for the error)."""
+    as its size; it must have been read before the array (`done`: how, and `at`: the path
+    or offset, for the error)."""
     value = ints.get(e.arraysize)  # type: ignore[arg-type]
     if value is None:
         raise DDLError(
             f"{owner}.{e.name}: arraysize {e.arraysize!r} is no integer element {done} before it",
-            path=path,
-            offset=offset,
+            **at,
         )
     return value
 
