@@ -26,6 +26,7 @@ from bridge_lake.export import messages as m
 from bridge_lake.export import protobuf as pb
 from bridge_lake.export.messages.pointcloud import PointField, PointLayout
 from bridge_lake.export.messages.serialized import Serialized
+from bridge_lake.export.protobuf.proto_text import ProtoSyntaxError, parse
 from bridge_lake.export.protobuf.schemas import FILE_NAME, own_file
 
 NS = 1_000_000_000
@@ -492,6 +493,24 @@ def test_committed_proto_matches_runtime_descriptors() -> None:
         for msg in runtime.message_type
     }
     assert set(text["messages"]) == {"Imu", "CanFrame", "AdtfSample"}
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('syntax = "proto3";\noption java_package = "x";\n', 2),  # options: not in the subset
+        ("message A {\n  uint32 a = 1;\n  enum E { X = 0; }\n}\n", 3),
+        ("message A {\n  message B {\n  }\n}\n", 2),  # nested messages
+        ("uint32 a = 1;\n", 1),  # a field outside a message
+        ("message A {\n  uint32 a = 1;\n}\n}\n", 4),
+        ("message A {\n  map<string, bytes> m = 1;\n}\n", 2),
+    ],
+)
+def test_proto_parser_refuses_what_it_does_not_know(text: str, line: int) -> None:
+    with pytest.raises(ProtoSyntaxError, match=rf"^x\.proto:{line}: "):
+        parse(text, "x.proto")
+    with pytest.raises(ProtoSyntaxError, match="not closed"):
+        parse("message A {\n  uint32 a = 1;\n", "x.proto")
 
 
 def test_adtf_sample(decoded) -> None:

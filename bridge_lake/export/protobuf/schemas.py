@@ -1,10 +1,9 @@
 """Protobuf schemas of the exported messages: the FileDescriptorSet an MCAP Schema record
 (encoding "protobuf") carries for each (the kinds name the message, `export.kinds`).
 
-Foxglove's schemas come from foxglove_schemas_protobuf. The project's own messages
-(bridge_lake.proto, next to this file, for users to compile) are built here as a
-FileDescriptorProto in Python, so no protoc runs at export time; a test parses the .proto text
-and checks both agree field by field.
+Foxglove's schemas come from foxglove_schemas_protobuf. The project's own messages are
+defined once, in bridge_lake.proto next to this file (users compile the same file): its text
+is read into a FileDescriptorProto (`proto_text`), so no protoc runs at export time.
 """
 
 from __future__ import annotations
@@ -12,55 +11,16 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Iterable
+from pathlib import Path
 
 from google.protobuf import descriptor_pb2, timestamp_pb2
 from google.protobuf.descriptor import FileDescriptor
 
 from bridge_lake.export.messages import arguments as arg
+from bridge_lake.export.protobuf.proto_text import parse
 
 FILE_NAME = "bridge_lake.proto"
 """Name of the project's file in descriptors: its path relative to protoc's -I directory."""
-
-_Field = descriptor_pb2.FieldDescriptorProto
-_DOUBLE, _BOOL, _UINT32 = _Field.TYPE_DOUBLE, _Field.TYPE_BOOL, _Field.TYPE_UINT32
-_STRING, _BYTES, _MESSAGE = _Field.TYPE_STRING, _Field.TYPE_BYTES, _Field.TYPE_MESSAGE
-_TIMESTAMP, _VECTOR3, _QUATERNION = (
-    ".google.protobuf.Timestamp",
-    ".foxglove.Vector3",
-    ".foxglove.Quaternion",
-)
-_REPEATED = "repeated"
-
-_MESSAGES: dict[str, list[tuple]] = {
-    "Imu": [
-        ("timestamp", 1, _MESSAGE, _TIMESTAMP),
-        ("frame_id", 2, _STRING),
-        ("orientation", 3, _MESSAGE, _QUATERNION),
-        ("orientation_covariance", 4, _DOUBLE, _REPEATED),
-        ("angular_velocity", 5, _MESSAGE, _VECTOR3),
-        ("angular_velocity_covariance", 6, _DOUBLE, _REPEATED),
-        ("linear_acceleration", 7, _MESSAGE, _VECTOR3),
-        ("linear_acceleration_covariance", 8, _DOUBLE, _REPEATED),
-    ],
-    "CanFrame": [
-        ("timestamp", 1, _MESSAGE, _TIMESTAMP),
-        ("frame_id", 2, _STRING),
-        ("id", 3, _UINT32),
-        ("is_extended", 4, _BOOL),
-        ("is_rtr", 5, _BOOL),
-        ("is_error", 6, _BOOL),
-        ("dlc", 7, _UINT32),
-        ("data", 8, _BYTES),
-    ],
-    "AdtfSample": [
-        ("timestamp", 1, _MESSAGE, _TIMESTAMP),
-        ("frame_id", 2, _STRING),
-        ("stream", 3, _STRING),
-        ("meta_type", 4, _STRING),
-        ("data", 5, _BYTES),
-    ],
-}
-"""The messages of bridge_lake.proto: (name, number, type[, message type | "repeated"])."""
 
 
 def _foxglove(name: str) -> FileDescriptor:
@@ -69,28 +29,7 @@ def _foxglove(name: str) -> FileDescriptor:
 
 def own_file() -> descriptor_pb2.FileDescriptorProto:
     """bridge_lake.proto as a FileDescriptorProto (proto3, so repeated doubles are packed)."""
-    proto = descriptor_pb2.FileDescriptorProto(
-        name=FILE_NAME,
-        package="bridge_lake",
-        syntax="proto3",
-        dependency=[
-            "foxglove/Quaternion.proto",
-            "foxglove/Vector3.proto",
-            "google/protobuf/timestamp.proto",
-        ],
-    )
-    for message, fields in _MESSAGES.items():
-        out = proto.message_type.add(name=message)
-        for name, number, kind, *extra in fields:
-            repeated = extra == [_REPEATED]
-            out.field.add(
-                name=name,
-                number=number,
-                type=kind,
-                type_name=extra[0] if extra and not repeated else None,
-                label=_Field.LABEL_REPEATED if repeated else _Field.LABEL_OPTIONAL,
-            )
-    return proto
+    return parse(Path(__file__).with_name(FILE_NAME).read_text(encoding="utf-8"), FILE_NAME)
 
 
 def _with_dependencies(
