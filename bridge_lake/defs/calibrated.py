@@ -6,7 +6,6 @@ layer: when a blocking check fails the previous partitions stay and the step fai
 """
 
 from collections.abc import Iterator
-from contextlib import ExitStack
 
 import dagster as dg
 
@@ -14,29 +13,26 @@ from bridge_lake.calibrate.drive import CalibrateResult, calibrate_drive
 from bridge_lake.calibrate.quality import CHECKS, findings
 from bridge_lake.calibrate.report import render_calibrated_report
 from bridge_lake.defs.checks import (
-    check_result,
     check_specs,
     column_schema,
     report_link,
 )
-from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.normalized import asset_name as normalized_asset
-from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
-from bridge_lake.findings import Finding
+from bridge_lake.defs.steps import Publication, layer_asset, layer_step
 from bridge_lake.lake.paths import report_path
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.lake.schemas.calibrated import CALIBRATED
 from bridge_lake.progress import Progress
 
-PREFIX = "calibrated_"
+LAYER = "calibrated"
 TABLE_OF_ASSET = {"map_origin": "poses"}
 """Tables written beside another asset's table (map_origin is part of calibrated_poses)."""
 ASSET_TABLES = [name for name in CALIBRATED if name not in TABLE_OF_ASSET]
 
 
 def asset_name(table: str) -> str:
-    return f"{PREFIX}{table}"
+    return layer_asset(LAYER, table)
 
 
 class CalibrateConfig(dg.Config):
@@ -75,49 +71,22 @@ def _metadata(store, result: CalibrateResult, table: str, report: str) -> dict:
     return meta
 
 
-@dg.multi_asset(
-    name="calibrated",
-    partitions_def=drives,
-    group_name="calibrated",
-    can_subset=False,
-    specs=[
-        dg.AssetSpec(
-            asset_name(name),
-            deps=[normalized_asset(t) for t in NORMALIZED],
-            description=CALIBRATED[name].description,
-            kinds={"parquet"},
-            group_name="calibrated",
-            skippable=True,
-            metadata={"table": f"calibrated/{name}"},
-        )
-        for name in ASSET_TABLES
-    ],
+@layer_step(
+    LAYER,
+    {name: CALIBRATED[name].description for name in ASSET_TABLES},
+    deps=[normalized_asset(t) for t in NORMALIZED],
     check_specs=_specs(),
-    op_tags={"bridge_lake/heavy": "true"},
 )
 def calibrated(
-    context: dg.AssetExecutionContext, config: CalibrateConfig, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    config: CalibrateConfig,
+    lake: LakeResource,
+    *,
+    publication: Publication,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    with ExitStack() as span:  # closed however the step ends
-        yield from _calibrate(context, config, lake, span)
-
-
-def _calibrate(
-    context: dg.AssetExecutionContext, config: CalibrateConfig, lake: LakeResource, span: ExitStack
-) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    """The step: stage, audit, publish; from the publish to the last check result recorded
-    it is one `publishing()` span, which `bridge-lake ingest` never interrupts."""
+    """The step: stage, audit, publish (`defs.steps`)."""
     drive = context.partition_key
     store = lake.get()
-    found: list[Finding] = []
-
-    def audit(staged: CalibrateResult) -> bool:
-        found.extend(findings(staged))
-        passed = all(f.passed for f in found if f.error)
-        if passed:
-            span.enter_context(publishing())
-        return passed
-
     progress = Progress(f"calibrate {drive} lidar points", context.log.info, unit="points")
 
     def points(done: int, nbytes: int, total: int) -> None:
@@ -125,10 +94,10 @@ def _calibrate(
         progress.update(done, nbytes)
 
     result, published = calibrate_drive(
-        store, drive, deskew=config.deskew, audit=audit, progress=points
+        store, drive, deskew=config.deskew, audit=publication.audit(findings), progress=points
     )
     progress.done()
-    html = render_calibrated_report(result, found)
+    html = render_calibrated_report(result, publication.found)
     report = store.url(store.write_bytes(report_path(drive, "calibrated"), html.encode()))
     context.log.info(
         f"drive {drive}: rig {result.rig.path if result.rig else result.rig_problem}; "
@@ -143,5 +112,4 @@ def _calibrate(
         yield dg.MaterializeResult(
             asset_key=asset_name(name), metadata=_metadata(store, result, name, report)
         )
-    for f in found:
-        yield check_result(asset_name(f.table), f)
+    yield from publication.check_results(asset_name)

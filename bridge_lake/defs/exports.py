@@ -12,6 +12,7 @@ from bridge_lake.defs.calibrated import asset_name as calibrated_asset
 from bridge_lake.defs.checks import check_specs
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
+from bridge_lake.defs.steps import HEAVY
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest
 from bridge_lake.export.health import Kind
@@ -63,7 +64,7 @@ health problems (`export.health.Kind`), transforms the drive context."""
     description="The drive as MCAP (ROS 2 messages; bags on request) through the topic "
     "mapping of its source, under <lake>/exports/drive=<id>/, checked by independent readers.",
     check_specs=check_specs(ASSET, CHECKS),
-    op_tags={"bridge_lake/heavy": "true"},
+    op_tags=HEAVY,
     pool="exports",
 )
 def exports(

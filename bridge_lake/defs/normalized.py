@@ -5,7 +5,6 @@ holds all sensors); each table is still its own asset with its own checks in the
 """
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from functools import partial
 
 import dagster as dg
@@ -16,15 +15,13 @@ import pyarrow.compute as pc
 from bridge_lake.calibrate.drive import drive_date
 from bridge_lake.calibrate.rig import RigError, RigNotFoundError, find_rig
 from bridge_lake.defs.checks import (
-    check_result,
     check_specs,
     column_schema,
     report_link,
 )
-from bridge_lake.defs.interrupts import publishing
-from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.steps import Publication, layer_asset, layer_step
 from bridge_lake.detect import RECORDING_FORMATS
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.geometry.rotations import Transform
@@ -39,11 +36,11 @@ from bridge_lake.normalize.report import render_report
 from bridge_lake.normalize.sink import NormalizeResult
 from bridge_lake.progress import Progress
 
-PREFIX = "normalized_"
+LAYER = "normalized"
 
 
 def asset_name(table: str) -> str:
-    return f"{PREFIX}{table}"
+    return layer_asset(LAYER, table)
 
 
 REPORT_FACTS = ("vehicle", "source", "recorded_at", "operator", "route", "weather", "notes", "tags")
@@ -139,41 +136,20 @@ def _check_specs() -> list[dg.AssetCheckSpec]:
     return specs + check_specs(asset_name(QUARANTINE.name), quality.QUARANTINE_CHECKS)
 
 
-@dg.multi_asset(
-    name="normalized",
-    partitions_def=drives,
-    group_name="normalized",
-    can_subset=False,
-    specs=[
-        dg.AssetSpec(
-            asset_name(name),
-            deps=[raw_manifest.key],
-            description=spec.description,
-            kinds={"parquet"},
-            group_name="normalized",
-            skippable=True,  # not materialized when a blocking check rejects the drive
-            metadata={"table": f"normalized/{name}"},
-        )
-        for name, spec in NORMALIZED.items()
-    ],
+@layer_step(
+    LAYER,
+    {name: spec.description for name, spec in NORMALIZED.items()},
+    deps=[raw_manifest.key],
     check_specs=_check_specs(),
-    op_tags={"bridge_lake/heavy": "true"},
 )
 def normalized(
-    context: dg.AssetExecutionContext, lake: LakeResource, landing: LandingZoneResource
-) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    with ExitStack() as span:  # closed however the step ends
-        yield from _normalize(context, lake, landing, span)
-
-
-def _normalize(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
     landing: LandingZoneResource,
-    span: ExitStack,
+    *,
+    publication: Publication,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    """The step: stage, audit, publish; from the publish to the last check result recorded
-    it is one `publishing()` span, which `bridge-lake ingest` never interrupts."""
+    """The step: stage, audit, publish (`defs.steps`)."""
     drive = context.partition_key
     store = lake.get()
     store.sweep_staging()
@@ -193,15 +169,6 @@ def _normalize(
             pc.and_(pc.invert(manifest.column("readable")), pc.is_valid(manifest.column("sha256")))
         ).to_pylist()
     }  # read from the landing zone, but not valid as the recording it claims to be
-    findings: list[quality.Finding] = []
-
-    def audit(staged: NormalizeResult) -> bool:
-        findings.extend(drive_findings(staged, recordings))
-        passed = all(f.passed for f in findings if f.error)
-        if passed:
-            span.enter_context(publishing())
-        return passed
-
     progress = Progress(f"normalize {drive}", context.log.info, unit="rows")
     # ADTF streams take the drive's mapping, then the resource's (or the environment's)
     user_mapping = partial(normalize_adtf, user_mapping=landing.adtf_mapping)
@@ -211,7 +178,7 @@ def _normalize(
         drive,
         source,
         normalizers={**NORMALIZERS, "adtf": user_mapping},
-        audit=audit,
+        audit=publication.audit(lambda staged: drive_findings(staged, recordings)),
         progress=progress.update,
         damaged=damaged,
     )
@@ -220,7 +187,7 @@ def _normalize(
         f"drive {drive}: {len(result.streams)} streams, "
         f"{sum(result.table_rows.values())} rows, {result.quarantined} quarantined"
     )
-    report = write_report(store, drive, result, findings, published)
+    report = write_report(store, drive, result, publication.found, published)
     if not published:
         context.log.error(
             f"drive {drive}: blocking checks failed; tables not published, the previous "
@@ -247,5 +214,4 @@ def _normalize(
                 ),
             },
         )
-    for f in findings:
-        yield check_result(asset_name(f.table), f)
+    yield from publication.check_results(asset_name)

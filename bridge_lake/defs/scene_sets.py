@@ -12,6 +12,7 @@ import dagster as dg
 from bridge_lake.defs.checks import check_spec, column_schema
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
+from bridge_lake.defs.steps import HEAVY
 from bridge_lake.export.lake_exports import drive_mapping
 from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
 from bridge_lake.scenes.faults import FaultError, VariantSpec, check_variant_name, load_yaml
@@ -103,7 +104,7 @@ def _upstream_versions(context: dg.AssetExecutionContext, drive: str) -> dict[st
             blocking=True,
         )
     ],
-    op_tags={"bridge_lake/heavy": "true"},
+    op_tags=HEAVY,
     pool="exports",
 )
 def scene_sets(
