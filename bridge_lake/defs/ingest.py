@@ -183,10 +183,8 @@ def run_drives(
             for d, run_id in done.items():
                 print(f"  {d}: done by run {run_id[:8]} with the same inputs and code: "
                       "skipped (--force runs it again)", file=out)  # fmt: skip
-            if launch:
-                ran = launch_drives(instance, landing, lake, todo, tags, nodes, out, watcher, wait)
-            else:
-                ran = materialize_drives(instance, landing, lake, todo, tags, nodes, out, watcher)
+            batch = Batch(instance, landing, lake, todo, tags, nodes, out, watcher)
+            ran = launch_drives(batch, wait) if launch else materialize_drives(batch)
             if ran is None:  # --no-wait: nothing to summarize yet
                 return result
             by_drive = {o.drive_id: o for o in ran}
@@ -212,20 +210,29 @@ def _not_started(drive_id: str, stopped: str | None) -> DriveOutcome:
     return DriveOutcome(drive_id, NOT_RUN, reason=f"not started: the ingest got {stopped}")
 
 
-def materialize_drives(
-    instance: dg.DagsterInstance,
-    landing: str,
-    lake: str,
-    todo: list[str],
-    tags: Mapping[str, Mapping[str, str]],
-    nodes: list[AssetNode],
-    out: TextIO,
-    watcher: StopWatcher,
-) -> list[DriveOutcome]:
-    """Run lake_job for each drive in this process, on `instance`, tagged as the sensor's
-    runs are, so `dagster dev` on the same home shows them; stop when `watcher` says so."""
+@dataclass(frozen=True)
+class Batch:
+    """The drives one ingest runs (`todo`, with the run tags of each) and what running them
+    needs: the instance, where they come from and go, the assets whose outcome is reported,
+    where progress is printed and the watcher that says stop."""
+
+    instance: dg.DagsterInstance
+    landing: str
+    lake: str
+    todo: list[str]
+    tags: Mapping[str, Mapping[str, str]]
+    nodes: list[AssetNode]
+    out: TextIO
+    watcher: StopWatcher
+
+
+def materialize_drives(batch: Batch) -> list[DriveOutcome]:
+    """Run lake_job for each drive in this process, on the batch's instance, tagged as the
+    sensor's runs are, so `dagster dev` on the same home shows them; stop when the watcher
+    says so."""
     from bridge_lake.definitions import ASSETS
 
+    lake, landing = batch.lake, batch.landing
     resources = {
         "lake": LakeResource(root=lake, storage_options=settings.storage_options(lake)),
         "landing": LandingZoneResource(
@@ -236,6 +243,7 @@ def materialize_drives(
     job = dg.Definitions(assets=ASSETS, jobs=[lake_job], resources=resources).resolve_job_def(
         lake_job.name
     )
+    instance, todo, out, watcher = batch.instance, batch.todo, batch.out, batch.watcher
     outcomes = []
     for i, drive_id in enumerate(todo, 1):
         if watcher.stopped:
@@ -251,7 +259,7 @@ def materialize_drives(
                     instance=instance,
                     raise_on_error=False,
                     run_config=QUIET_LOGS,
-                    tags=tags[drive_id],
+                    tags=batch.tags[drive_id],
                     run_id=run_id,
                 )
         except KeyboardInterrupt:  # the stop request came while the run was set up
@@ -261,26 +269,17 @@ def materialize_drives(
             outcomes.append(_not_started(drive_id, watcher.stopped))
             print(" not started", file=out, flush=True)
             continue
-        outcome = drive_outcome(instance, run_id, drive_id, nodes, time.perf_counter() - t)
+        outcome = drive_outcome(instance, run_id, drive_id, batch.nodes, time.perf_counter() - t)
         outcomes.append(outcome)
         print(f" {outcome.status} in {outcome.seconds:.1f} s", file=out, flush=True)
     return outcomes
 
 
-def launch_drives(
-    instance: dg.DagsterInstance,
-    landing: str,
-    lake: str,
-    todo: list[str],
-    tags: Mapping[str, Mapping[str, str]],
-    nodes: list[AssetNode],
-    out: TextIO,
-    watcher: StopWatcher,
-    wait: bool,
-) -> list[DriveOutcome] | None:
+def launch_drives(batch: Batch, wait: bool) -> list[DriveOutcome] | None:
     """Submit a run of lake_job per drive to the instance's run coordinator (defs/launch.py);
     unless `wait` is false, follow them to the end (canceling them through the coordinator
-    when `watcher` says stop) and read back what they recorded. None when not waiting."""
+    when the watcher says stop) and read back what they recorded. None when not waiting."""
+    instance, todo, out, watcher = batch.instance, batch.todo, batch.out, batch.watcher
     if wait and todo and launching.queue_needs_daemon(instance):
         raise launching.LaunchError(
             f"the instance in {instance.root_directory} queues runs and no dagster-daemon is "
@@ -294,7 +293,8 @@ def launch_drives(
     with launching.workspace(instance) as ws:
         if watcher.stopped:
             return [_not_started(d, watcher.stopped) for d in todo]
-        runs = launching.submit_drives(instance, ws, todo, _launch_config(landing, lake), tags)
+        config = _launch_config(batch.landing, batch.lake)
+        runs = launching.submit_drives(instance, ws, todo, config, batch.tags)
         how = "queued" if launching.queues(instance) else "launched at once"
         print(f"  submitted {len(runs)} runs of lake_job ({how}):", file=out)
         for r in runs:
@@ -310,7 +310,8 @@ def launch_drives(
             instance, runs, _status_printer(len(runs), out), stop=lambda: watcher.stopped
         )
     return [
-        drive_outcome(instance, r.run_id, r.drive_id, nodes, finished[r.run_id][1]) for r in runs
+        drive_outcome(instance, r.run_id, r.drive_id, batch.nodes, finished[r.run_id][1])
+        for r in runs
     ]
 
 
