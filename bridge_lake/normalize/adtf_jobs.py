@@ -472,8 +472,7 @@ def mapped_column(table: pa.Table, fm: FieldMap, target: pa.DataType | None = No
     integer column, rows `unfit_rows` names must have been dropped first (they come out as 0)."""
     arr = table_column(table, fm.element)
     if target is not None and pa.types.is_integer(target):
-        values, valid, _ = _fit_integer(arr, fm, target)
-        return pa.array(values, type=target, mask=None if valid.all() else ~valid)
+        return _fit_integer(arr, fm, target).column(target)
     if fm.identity and not pa.types.is_integer(arr.type):
         return arr
     values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -485,20 +484,52 @@ def unfit_rows(table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema)
     """Per row, why a mapped value does not fit its integer column (overflow, not finite, a
     fraction after scaling), or None: the first problem of the row, in field order."""
     reasons = np.full(table.num_rows, None, dtype=object)
+    bad, why = unfit_indices(table, fields, schema)
+    if len(bad):
+        reasons[bad] = why
+    return reasons
+
+
+def unfit_indices(
+    table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema
+) -> tuple[np.ndarray, list[str]]:
+    """`unfit_rows` as (rows with a problem, ascending; their first problem): no per-row
+    object array, for tables of many rows (a poll's lidar points) that almost always fit."""
+    bad = np.zeros(0, dtype=np.int64)
+    why: list[str] = []
     for fm in fields:
         target = schema.field(fm.column).type
         if not pa.types.is_integer(target):
             continue
-        _, _, why = _fit_integer(table_column(table, fm.element), fm, target)
-        free = reasons == None  # noqa: E711
-        reasons[free] = why[free]
-    return reasons
+        fit = _fit_integer(table_column(table, fm.element), fm, target)
+        if not len(fit.bad):
+            continue
+        new = ~np.isin(fit.bad, bad)
+        if not new.any():
+            continue
+        bad = np.concatenate([bad, fit.bad[new]])
+        why += [w for w, n in zip(fit.why, new.tolist(), strict=True) if n]
+        order = np.argsort(bad, kind="stable")
+        bad, why = bad[order], [why[i] for i in order.tolist()]
+    return bad, why
 
 
-def _fit_integer(
-    arr: pa.Array, fm: FieldMap, target: pa.DataType
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(values as `target`'s numpy type with unfit rows 0, validity, per-row reason or None).
+@dataclasses.dataclass
+class _Fit:
+    values: np.ndarray
+    """as the target's numpy type, unfit and null rows 0"""
+    valid: np.ndarray
+    bad: np.ndarray
+    """rows whose value does not fit, ascending"""
+    why: list[str]
+    """their problem"""
+
+    def column(self, target: pa.DataType) -> pa.Array:
+        return pa.array(self.values, type=target, mask=None if self.valid.all() else ~self.valid)
+
+
+def _fit_integer(arr: pa.Array, fm: FieldMap, target: pa.DataType) -> _Fit:
+    """`arr * scale + offset` fitted to the integer type `target` (see `_Fit`).
 
     Integers mapped as they are are compared exactly; anything scaled (or a float element)
     is rounded to the nearest integer when it lies within a few ulps of it (0.1 * 30 is
@@ -515,18 +546,19 @@ def _fit_integer(
     )
     where = f"column {fm.column} ({target}): value"
     src = f"(element {fm.element}{scale})"
-    reasons = np.full(len(raw), None, dtype=object)
     if fm.identity and raw.dtype.kind in "iu":
+        if np.can_cast(raw.dtype, dtype):  # every value fits: no comparison, no copy
+            return _Fit(raw.astype(dtype, copy=False), valid, np.zeros(0, np.int64), [])
         if raw.dtype.kind == "u":
-            over = raw.astype(np.uint64) > np.uint64(info.max)
-            under = np.zeros(len(raw), dtype=bool)
+            bad = raw.astype(np.uint64) > np.uint64(info.max)
         else:
             wide = raw.astype(np.int64)
-            over = wide > min(info.max, np.iinfo(np.int64).max)
-            under = wide < info.min
-        bad = (over | under) & valid
-        reasons[bad] = [f"{where} {v} overflows {src}" for v in raw[bad].tolist()]
-        return np.where(bad, 0, raw).astype(dtype), valid, reasons
+            bad = (wide > min(info.max, np.iinfo(np.int64).max)) | (wide < info.min)
+        bad &= valid
+        rows = np.flatnonzero(bad)
+        why = [f"{where} {v} overflows {src}" for v in raw[rows].tolist()]
+        values = np.where(bad, 0, raw).astype(dtype) if len(rows) else raw.astype(dtype)
+        return _Fit(values, valid, rows, why)
     scaled = raw.astype(np.float64) * fm.scale + fm.offset
     rounded = np.rint(scaled)
     finite = np.isfinite(scaled)
@@ -535,10 +567,17 @@ def _fit_integer(
     with np.errstate(invalid="ignore"):
         fraction = finite & (np.abs(scaled - rounded) > 64 * np.spacing(np.abs(scaled)))
         over = finite & ~fraction & ((rounded < lo) | (rounded >= hi))
-    for mask, problem in ((~finite, "is not finite"), (fraction, "is not an integer")):
-        mask &= valid
-        reasons[mask] = [f"{where} {v!r} {problem} {src}" for v in scaled[mask].tolist()]
-    over &= valid
-    reasons[over] = [f"{where} {v!r} overflows {src}" for v in scaled[over].tolist()]
-    bad = reasons != None  # noqa: E711
-    return np.where(bad | ~valid, 0, rounded).astype(dtype), valid, reasons
+    problems = (
+        (~finite & valid, "is not finite"),
+        (fraction & valid, "is not an integer"),
+        (over & valid, "overflows"),
+    )
+    bad = problems[0][0] | problems[1][0] | problems[2][0]
+    rows = np.flatnonzero(bad)
+    why: list[str] = []
+    if len(rows):
+        text = np.full(len(raw), None, dtype=object)
+        for mask, problem in problems:
+            text[mask] = [f"{where} {v!r} {problem} {src}" for v in scaled[mask].tolist()]
+        why = text[rows].tolist()
+    return _Fit(np.where(bad | ~valid, 0, rounded).astype(dtype), valid, rows, why)

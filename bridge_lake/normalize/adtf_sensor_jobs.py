@@ -20,7 +20,7 @@ from bridge_lake.normalize.adtf_jobs import (
     mapped_column,
     measured_rate,
     table_column,
-    unfit_rows,
+    unfit_indices,
 )
 from bridge_lake.normalize.adtf_mapping import Rule
 from bridge_lake.normalize.sink import StreamInfo
@@ -200,15 +200,14 @@ class LidarJob(StructJob):
         points = table_column(table, self.rule.points_element)
         flat = points.flatten()
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
-        per_point = unfit_rows(flat_table, fields, schema)
-        bad = np.flatnonzero(per_point != None)  # noqa: E711
+        bad, why = unfit_indices(flat_table, fields, schema)
         if len(bad):
-            counts = np.diff(np.asarray(points.offsets)).astype(np.int64)
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            owner = np.repeat(np.arange(table.num_rows), counts)[bad]
+            offsets = np.asarray(points.offsets).astype(np.int64)
+            starts = offsets[:-1] - offsets[0]  # the scans' first points in `flat`
+            owner = np.searchsorted(starts, bad, side="right") - 1
             scans, first = np.unique(owner, return_index=True)
             reasons[scans] = [
-                f"point {int(bad[i] - starts[s])}: {per_point[bad[i]]}"
+                f"point {int(bad[i] - starts[s])}: {why[i]}"
                 for s, i in zip(scans.tolist(), first.tolist(), strict=True)
             ]
         return reasons
