@@ -16,13 +16,14 @@ from __future__ import annotations
 import struct
 import tracemalloc
 from dataclasses import dataclass, field
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge_lake.formats.adtf import parse_ddl
+from bridge_lake.formats.adtf import ddl_decode, parse_ddl
 from bridge_lake.formats.adtf.ddl import static_size
 from bridge_lake.formats.adtf.ddl_convert import convert
 from bridge_lake.formats.adtf.ddl_decode import decode
@@ -246,9 +247,17 @@ def _expected(values, s: Struct, structs) -> dict:
     return out
 
 
+@pytest.mark.parametrize("run_items", [ddl_decode.RUN_ITEMS, 0], ids=["gather", "runs"])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(description=descriptions(), rows=st.integers(0, 8), data=st.data())
-def test_dynamic_layouts_match_independent_encoder(description, rows, data):
+def test_dynamic_layouts_match_independent_encoder(run_items, description, rows, data):
+    """Both paths of a dynamic array of fixed-size structs (instance gather; row runs,
+    RUN_ITEMS 0) decode what the independent encoder wrote."""
+    with mock.patch.object(ddl_decode, "RUN_ITEMS", run_items):
+        _check_layouts(description, rows, data)
+
+
+def _check_layouts(description, rows, data):
     structs, ddl4 = description
     top = list(structs.values())[-1]
     ddl = parse_ddl(render(structs, ddl4))

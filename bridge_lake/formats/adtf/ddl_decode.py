@@ -40,6 +40,10 @@ from bridge_lake.formats.adtf.errors import DDLError
 
 _GATHER_BLOCK = 1 << 22
 """Bytes of gather index built at once: bounds the temporary memory of a decode."""
+RUN_ITEMS = 128
+"""Mean instances per row from which a dynamic array of a fixed-size struct (lidar points)
+is copied row by row, each row's instances being one run of bytes, instead of gathered
+instance by instance: a Python step per row (~1 µs) against ~8 ns per instance."""
 
 Columns = list[tuple[pa.Field, pa.Array]]
 
@@ -200,7 +204,10 @@ class _Decoder:
                 if e.arraysize == 1:
                     ints.update({f"{e.name}.{k}": v for k, v in sub_ints.items()})
             else:
-                values = sub.astype(sub.dtype.base.newbyteorder("=")).reshape(-1)
+                native = sub.dtype.base.newbyteorder("=")
+                values = (
+                    np.ascontiguousarray(sub) if sub.dtype.base == native else sub.astype(native)
+                ).reshape(-1)
                 array = self._arrow(e, values)
                 if e.arraysize == 1 and values.dtype.kind in "iu":
                     ints[e.name] = values
@@ -370,12 +377,18 @@ class _Decoder:
         if isinstance(count, np.ndarray):
             width = count * step
             self._check(what, pos, width, limit)
-            starts = np.cumsum(count) - count
-            flat = np.repeat(pos - starts * step, count) + np.arange(int(count.sum())) * step
-            cols, _, _ = self.struct(e.type, flat, np.repeat(limit, count))
+            total = int(count.sum())
+            plan = self.plan(e.type)
+            if plan is not None and step >= plan.dtype.itemsize and total >= RUN_ITEMS * len(pos):
+                records = _runs(self.buf, pos, width).view(_resized(plan.dtype, step))
+                cols, _ = self.fast(plan, records)
+            else:
+                starts = np.cumsum(count) - count
+                flat = np.repeat(pos - starts * step, count) + np.arange(total) * step
+                cols, _, _ = self.struct(e.type, flat, np.repeat(limit, count))
             offsets = np.concatenate([[0], np.cumsum(count)])
             return (
-                pa.LargeListArray.from_arrays(offsets, _struct_array(cols, len(flat))),
+                pa.LargeListArray.from_arrays(offsets, _struct_array(cols, total)),
                 width,
                 {},
             )
@@ -410,6 +423,17 @@ class _Decoder:
         where = np.empty(len(flat), dtype=np.int64)
         where[np.concatenate(dest)] = np.arange(len(flat), dtype=np.int64)
         return flat.take(pa.array(where)), cursor
+
+
+def _runs(buf: np.ndarray, pos: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """The bytes buf[pos[i] : pos[i] + width[i]] of every row, one after the other: one copy
+    per row instead of one gather per instance (the caller checked the bounds)."""
+    out = np.empty(int(width.sum()), np.uint8)
+    at = 0
+    for p, w in zip(pos.tolist(), width.tolist(), strict=True):
+        out[at : at + w] = buf[p : p + w]
+        at += w
+    return out
 
 
 def _resized(dtype: np.dtype, itemsize: int) -> np.dtype:
