@@ -210,6 +210,8 @@ class _ScanPoints:
         if self.points is None:
             raise ExportError(f"scans {lo}..{hi} came without their points")
         ids = self.points.column("scan_id").to_numpy()
+        if not len(ids) or (ids.min() >= lo and ids.max() <= hi):
+            return self.points  # the poll's points of the lane's scans (usual): no copy
         keep = (ids >= lo) & (ids <= hi)
         return self.points.filter(pa.array(keep))
 
