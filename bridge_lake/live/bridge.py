@@ -277,12 +277,11 @@ class LiveBridge:
         rec.by_id.clear()
 
     async def _publish(self, produced: list[Produced], t0: int) -> None:
-        """One poll's messages to the MCAP (then flushed: whole chunks on disk) and to the
-        server, merged by time (each topic's messages stay in order)."""
+        """One poll's messages to the server, merged by time (each topic's messages stay in
+        order), then to the MCAP (flushed: whole chunks on disk). The lag is the server's:
+        its clients do not wait for the MCAP's chunk to be compressed and written."""
         if not produced:
             return
-        if self.mcap is not None:
-            self._write_mcap(produced)
         ids = await self._server_channels(produced)
         which = np.concatenate([np.full(len(p.times), i, np.int64) for i, p in enumerate(produced)])
         index = np.concatenate([np.arange(len(p.times)) for p in produced])
@@ -299,6 +298,8 @@ class LiveBridge:
         if self.server is not None:
             await self.server.broadcast_time(int(times.max()))
         self.summary.lag_ns.append(time.monotonic_ns() - t0)
+        if self.mcap is not None:
+            self._write_mcap(produced)
         for p in produced:
             self.summary.count(p.topic, p.type, len(p.times))
 

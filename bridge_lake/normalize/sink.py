@@ -474,13 +474,14 @@ def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) 
     kept as they are (combining them would copy every point once more)."""
     table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
     n = table.num_rows
+    names = set(table.column_names)
     arrays = []
     for f in schema:
-        if f.name == "stream" and f.name not in table.column_names:
+        if f.name == "stream" and f.name not in names:
             arrays.append(pa.repeat(pa.scalar(stream, pa.string()), n))
-        elif f.name in table.column_names:
+        elif f.name in names:
             col = table.column(f.name)
-            arrays.append(col.cast(f.type) if col.type != f.type else col)
+            arrays.append(col if col.type.equals(f.type) else col.cast(f.type))
         elif f.nullable:
             arrays.append(pa.nulls(n, f.type))
         else:
