@@ -42,6 +42,8 @@ from bridge_lake.formats.adtf.model import KIND_ADTF2, KIND_ADTF3, KIND_RAW, Sam
 from bridge_lake.formats.adtf.reader import attach_ddl, open_dat
 from bridge_lake.formats.adtf.samples import (
     ADTF2_INDEXED_SAMPLE_CLASS,
+    ADTF3_FLAG_INFO,
+    ADTF3_FLAG_SUBSTREAM,
     NS_SERIALIZERS,
     SERIALIZER_COPY,
     SERIALIZER_COPY_NS,
@@ -120,6 +122,11 @@ class Poll:
 
 
 _CHUNK = struct.Struct("<QIIIHHQ")
+_FAST = struct.Struct("<QIIIHHQqiQ")
+"""Chunk header + ADTF 3 sample envelope (time, flags, buffer size): the walk's fast path."""
+_DATA_FLAGS = 0x07
+"""Chunk flags of a sample chunk (key and the like; not a type or trigger chunk)."""
+_ENVELOPE_EXTRAS = ADTF3_FLAG_INFO | ADTF3_FLAG_SUBSTREAM
 
 
 class AdtfFollower:
@@ -277,10 +284,54 @@ class AdtfFollower:
         return t, otl, size, sid, flags, sidx
 
     def _walk(self, block: bytes, base: int, end: int, out: Poll) -> int:
-        """Hand out the complete chunks of `block` (file offset `base`); bytes consumed."""
+        """Hand out the complete chunks of `block` (file offset `base`); bytes consumed.
+
+        The common chunk (an ADTF 3 sample of a described stream, header and envelope
+        plausible, no info block or substream id) is read with one unpack and becomes its
+        Sample in this loop, as the reader's fast path does; any other goes through
+        `_plausible`, `_resync` and `_chunk`. The last chunk's header bytes (`_last`, for
+        the next poll's rewrite check) are copied once per walk, not per chunk."""
         at, n = 0, len(block)
         view = memoryview(block)
+        assert self.header is not None
+        unit = self.header.time_unit_ns
+        fast, new, streams, samples = _FAST.unpack_from, tuple.__new__, self.streams, out.samples
+        prev = -1  # block offset of the last chunk handed out by this walk, -1: none yet
+
+        def settle() -> None:  # `_last` as the general path and the next poll read it
+            if prev >= 0:
+                self._last = (base + prev, bytes(block[prev : prev + ifhd.CHUNK_HEADER_SIZE]))
+
         while at + ifhd.CHUNK_HEADER_SIZE <= n:
+            if at + _FAST.size <= n:
+                t, _, otl, size, sid, flags, sidx, stime, sflags, bsize = fast(block, at)
+                stream = streams.get(sid)
+                if (
+                    stream is not None
+                    and stream.kind == KIND_ADTF3
+                    and not flags & ~_DATA_FLAGS
+                    and not sflags & _ENVELOPE_EXTRAS
+                    and _FAST.size + bsize <= size <= n - at
+                    and t >= self._last_time
+                    and otl == base + at - (base + prev if prev >= 0 else self._last_at())
+                ):
+                    raw = view[at + _FAST.size : at + _FAST.size + bsize]
+                    if stream.serializer not in NS_SERIALIZERS:
+                        stime *= 1000
+                    samples.append(
+                        new(
+                            Sample,
+                            (sid, t * unit, stime, raw, raw, sflags, 0, sidx, base + at, None),
+                        )
+                    )
+                    self._last_time = t
+                    prev = at
+                    at += (size + 15) & ~15
+                    out.chunks += 1
+                    out.bytes += size
+                    continue
+            settle()
+            prev = -1
             head = self._plausible(block, at, base)
             if head is None:
                 skip = self._resync(block, at, base, end, out)
@@ -294,12 +345,18 @@ class AdtfFollower:
                     return self._big_chunk(base, size, end, out)
                 return at
             self._chunk(view, at, base, t, size, sid, flags, sidx, out)
-            self._last = (base + at, bytes(block[at : at + ifhd.CHUNK_HEADER_SIZE]))
             self._last_time = t
+            prev = at
             at += (size + 15) & ~15
             out.chunks += 1
             out.bytes += size
+        settle()
         return at  # may pass the block's end by the last chunk's padding
+
+    def _last_at(self) -> int:
+        """File offset of the last chunk handed out; -1 (no offset_to_last matches it)
+        before the first one or after a resync, where `_plausible` checks no link."""
+        return self._last[0] if self._last is not None else -1
 
     def _big_chunk(self, base: int, size: int, end: int, out: Poll) -> int:
         block = os.pread(self._fd, size, base)  # type: ignore[arg-type]
