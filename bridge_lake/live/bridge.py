@@ -102,6 +102,7 @@ class LiveBridge:
         self._channels: dict[str, int] = {}
         self._recording = _Recording()
         self._stop = asyncio.Event()
+        self._warm = False
 
     def stop(self) -> None:
         """End the session after the current poll (Ctrl-C, a signal)."""
@@ -112,7 +113,7 @@ class LiveBridge:
     async def run(self) -> LiveSummary:
         if self.server is not None:
             await self.server.start()
-        self._warm_up()
+        self.warm_up()
         try:
             first = await self._wait_for_first_part()
             part: Path | None = first
@@ -132,12 +133,16 @@ class LiveBridge:
         self.summary.account(self.sink)
         return self.summary
 
-    def _warm_up(self) -> None:
-        """What the first poll would otherwise pay (200 ms measured): the message
-        definitions of the mapping's fixed types, the MCAP's first flush; freed memory kept
-        for the next poll (`_keep_heap`). Then every object alive goes to the collector's
-        permanent generation: a full collection walked them all (the imported libraries),
-        a pause of up to hundreds of ms at random polls."""
+    def warm_up(self) -> None:
+        """Done by `run()` before its first poll, once; callable earlier (the bridge is
+        started before the recording). What the first poll would otherwise pay (200 ms
+        measured): the message definitions of the mapping's fixed types, the MCAP's first
+        flush; freed memory kept for the next poll (`_keep_heap`). Then every object alive
+        goes to the collector's permanent generation: a full collection walked them all (the
+        imported libraries), a pause of up to hundreds of ms at random polls."""
+        if self._warm:
+            return
+        self._warm = True
         for rule in self.config.topic_mapping.topics:
             if rule.type not in GENERATED:
                 channel_for(self.topics.types, rule.topic, rule.type)
