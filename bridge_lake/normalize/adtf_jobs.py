@@ -460,7 +460,9 @@ class GenericJob(StructJob):
 def table_column(table: pa.Table, path: str) -> pa.Array:
     """Element `a.b[2]` of a decoded table as one Arrow array (nested struct / list access)."""
     parts = path_parts(path)
-    arr = table.column(parts[0]).combine_chunks()
+    column = table.column(parts[0])
+    # combine_chunks copies even a single chunk (every point of a poll's scans, per call)
+    arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     for part in parts[1:]:
         arr = pc.list_element(arr, part) if isinstance(part, int) else pc.struct_field(arr, part)
     return arr
