@@ -10,6 +10,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -486,24 +487,34 @@ def unfit_rows(table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema)
     """Per row, why a mapped value does not fit its integer column (overflow, not finite, a
     fraction after scaling), or None: the first problem of the row, in field order."""
     reasons = np.full(table.num_rows, None, dtype=object)
-    bad, why = unfit_indices(table, fields, schema)
-    if len(bad):
-        reasons[bad] = why
+    unfit = unfit_indices(table, fields, schema)
+    if len(unfit.rows):
+        reasons[unfit.rows] = unfit.why
     return reasons
 
 
-def unfit_indices(
-    table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema
-) -> tuple[np.ndarray, list[str]]:
-    """`unfit_rows` as (rows with a problem, ascending; their first problem): no per-row
-    object array, for tables of many rows (a poll's lidar points) that almost always fit."""
+class Unfit(NamedTuple):
+    rows: np.ndarray
+    """rows with a problem, ascending"""
+    why: list[str]
+    """their first problem"""
+    columns: dict[str, pa.Array]
+    """column -> the integer column as `mapped_column` makes it (valid while no row is
+    dropped: the check needs the values anyway)"""
+
+
+def unfit_indices(table: pa.Table, fields: tuple[FieldMap, ...], schema: pa.Schema) -> Unfit:
+    """`unfit_rows` without a per-row object array, for tables of many rows (a poll's lidar
+    points) that almost always fit."""
     bad = np.zeros(0, dtype=np.int64)
     why: list[str] = []
+    columns: dict[str, pa.Array] = {}
     for fm in fields:
         target = schema.field(fm.column).type
         if not pa.types.is_integer(target):
             continue
         fit = _fit_integer(table_column(table, fm.element), fm, target)
+        columns[fm.column] = fit.column(target)
         if not len(fit.bad):
             continue
         new = ~np.isin(fit.bad, bad)
@@ -513,7 +524,7 @@ def unfit_indices(
         why += [w for w, n in zip(fit.why, new.tolist(), strict=True) if n]
         order = np.argsort(bad, kind="stable")
         bad, why = bad[order], [why[i] for i in order.tolist()]
-    return bad, why
+    return Unfit(bad, why, columns)
 
 
 @dataclasses.dataclass

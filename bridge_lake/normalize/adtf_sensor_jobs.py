@@ -165,7 +165,10 @@ class LidarJob(StructJob):
         if table is None:
             return
         idx, table = self.drop_bad_time(batch, idx, table)
-        idx, table = self.drop_unfit(batch, idx, table, self.unfit_points(table))
+        reasons, fitted = self.unfit_points(table)
+        idx, table = self.drop_unfit(batch, idx, table, reasons)
+        if len(idx) < len(reasons):
+            fitted = {}  # scans were dropped: the points' columns are made again
         cols = self.base_columns(batch, idx, table)
         scan_id = self.sink.scan_ids(len(idx))
         if self.rule.sensor_scan_id:
@@ -186,21 +189,25 @@ class LidarJob(StructJob):
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
         schema = NORMALIZED["lidar_points"].schema
         for fm in self.rule.point_fields:
-            pcols[fm.column] = mapped_column(flat_table, fm, schema.field(fm.column).type)
+            column = fitted.get(fm.column)
+            if column is None:
+                column = mapped_column(flat_table, fm, schema.field(fm.column).type)
+            pcols[fm.column] = column
         self.sink.write(self.name, "lidar_points", pa.table(pcols))
 
-    def unfit_points(self, table: pa.Table) -> np.ndarray:
+    def unfit_points(self, table: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array]]:
         """Per scan, its first point whose mapped value its integer column cannot hold (the
-        scan's whole record goes to quarantine: a point is not a record), or None."""
+        scan's whole record goes to quarantine: a point is not a record), or None; and the
+        points' integer columns, as checked (`Unfit.columns`)."""
         reasons = np.full(table.num_rows, None, dtype=object)
         schema = NORMALIZED["lidar_points"].schema
         fields = self.rule.point_fields
         if not any(pa.types.is_integer(schema.field(f.column).type) for f in fields):
-            return reasons
+            return reasons, {}
         points = table_column(table, self.rule.points_element)
         flat = points.flatten()
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
-        bad, why = unfit_indices(flat_table, fields, schema)
+        bad, why, fitted = unfit_indices(flat_table, fields, schema)
         if len(bad):
             offsets = np.asarray(points.offsets).astype(np.int64)
             starts = offsets[:-1] - offsets[0]  # the scans' first points in `flat`
@@ -210,7 +217,7 @@ class LidarJob(StructJob):
                 f"point {int(bad[i] - starts[s])}: {why[i]}"
                 for s, i in zip(scans.tolist(), first.tolist(), strict=True)
             ]
-        return reasons
+        return reasons, fitted
 
 
 class VideoJob(Job):
