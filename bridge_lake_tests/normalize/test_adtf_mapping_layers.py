@@ -247,16 +247,19 @@ def test_unfit_lidar_point_quarantines_its_scan(tmp_path):
             head["count"], head["frame"] = 4, k
             pts = np.zeros(4, dtype=synth.LIDAR_POINT)
             pts["x"] = k
-            pts["ring"] = 40_000 if k == 1 else 7  # uint16 40000 overflows int16 ring
+            pts["ring"] = 7
+            if k == 1:
+                pts["ring"][2] = 40_000  # uint16 40000 overflows int16 ring: the third point
             w.write_sample(sid, 1_000 + k * 100_000_000, head.tobytes() + pts.tobytes())
     lake, result = _normalize(tmp_path, drive, load_mapping())
     (s,) = [s for s in result.streams if s.info.table == "lidar_scans"]
     assert (s.records_read, s.rows_written, s.rows_quarantined) == (3, 2, 1)
     q = _rows(lake, "quarantine")
     assert q.column("reason").to_pylist() == [
-        "point 0: column ring (int16): value 40000 overflows (element ui16Ring)"
+        "point 2: column ring (int16): value 40000 overflows (element ui16Ring)"
     ]
     assert q.column("record_index").to_pylist() == [1]
     points = _rows(lake, "lidar_points")
     assert points.num_rows == 8 and set(points.column("ring").to_pylist()) == {7}
+    assert sorted(set(points.column("x").to_pylist())) == [0.0, 2.0]
     assert all(s.conserved for s in result.streams)
