@@ -10,7 +10,9 @@ Three paths, all giving the same table:
   gather into a numpy structured array whose fields are the elements (byte order and
   offsets included), then each field is one strided copy;
 - otherwise element by element in declaration order, positions as numpy arrays per row
-  (serialized positions after a variable-size element are sequential, spec §10.2);
+  (serialized positions after a variable-size element are sequential, spec §10.2); a
+  dynamic array of a fixed-size struct with many instances a row (lidar points) is one run
+  of bytes per row: the runs are copied one after the other and split as above;
 - an array of a variable-size struct is decoded in rounds: round k decodes instance k of
   every row that has more than k instances, at that row's cursor; the rounds are then put
   back into row order. The number of rounds is the largest count, which the bounds check
