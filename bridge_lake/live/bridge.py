@@ -9,7 +9,9 @@ new samples go through the offline pipeline's own steps: the ADTF normalizer's s
 PATH is a file or a drive folder. In a folder the parts of a split recording are followed
 one after the other (a part that appears while the current one is still open waits until
 that one is closed or idle); streams are matched by name across parts, so a split
-recording is one live stream per stream.
+recording is one live stream per stream. Without `--catalog-from`, a part after one that
+closed takes its stream names from that part's final catalog (same recorder, same
+configuration), so only the first part is published under provisional names.
 
 The recording ends when the file is closed (its header lists its extensions), or has not
 grown for `idle_s`, or, in a folder, when the last part ended and no next part started
@@ -101,6 +103,8 @@ class LiveBridge:
         self.summary = LiveSummary(str(config.path))
         self._channels: dict[str, int] = {}
         self._recording = _Recording()
+        self._closed_part: Catalog | None = None
+        """the catalog of the last part that closed: names the streams of the next one"""
         self._stop = asyncio.Event()
         self._warm = False
 
@@ -186,7 +190,13 @@ class LiveBridge:
     async def _follow(self, path: Path) -> str:
         """Follow one part until it is closed or idle; returns why it ended."""
         cfg = self.config
-        follower = AdtfFollower(path, cfg.catalog)
+        catalog = cfg.catalog or self._closed_part
+        if cfg.catalog is None and catalog is not None:
+            self.summary.notices.append(
+                f"{path.name}: stream names from the catalog of {Path(catalog.path).name} "
+                "(the previous part, closed)"
+            )
+        follower = AdtfFollower(path, catalog)
         self._recording.by_id.clear()  # ids are per part; jobs go on by stream name
         last_growth, last_size = time.monotonic(), -1
         try:
@@ -200,6 +210,7 @@ class LiveBridge:
                 await self._publish(self._handle(path, follower, poll), t0)
                 if poll.closed:
                     self.summary.differences += [str(d) for d in follower.differences]
+                    self._closed_part = follower.final
                     return f"{path.name} closed"
                 if idle >= cfg.idle_s:
                     return f"{path.name} did not grow for {cfg.idle_s:g} s"

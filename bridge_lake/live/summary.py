@@ -153,7 +153,7 @@ class LiveSummary:
             ("provisional stream names", sorted(self.provisional)),
             ("catalog differences at close", self.differences),
             ("quarantined", self.quarantine),
-            ("rows without a topic", [f"{k}: {v}" for k, v in self.unpublished.items()]),
+            ("rows not published", [f"{k}: {v}" for k, v in self.unpublished.items()]),
             ("topics not live", [f"{k}: {v}" for k, v in self.topics_offline_only.items()]),
             ("warnings", self.warnings),
             ("notices", self.notices),

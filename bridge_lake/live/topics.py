@@ -11,7 +11,9 @@ What cannot be live (said in `offline_only`, never dropped silently): rules on t
 calibrated layer (/tf: poses are fitted over the whole drive), `json` rules and lidar points
 in base_link (they need the lake). /tf_static needs only the rig: with one (`use_rig`) it is
 published once, stamped at the first message, and cameras get their optical frame, as the
-exporter does.
+exporter does. A camera decoded to Images whose lane starts inside a group of pictures (the
+next part of a split recording, when the previous part's stream had no name) starts at its
+first key frame; the frames before it cannot be decoded and are counted as unpublished.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import pyarrow.compute as pc
 from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_generic
 from bridge_lake.export.kinds import KINDS
 from bridge_lake.export.kinds.ddl import RowSampleBuilder
+from bridge_lake.export.kinds.image import IMAGE
 from bridge_lake.export.kinds.json_rows import JSON_TYPE
 from bridge_lake.export.kinds.point_cloud2 import LAYOUTS, PointCloudBuilder
 from bridge_lake.export.kinds.tf_message import TfStaticBuilder
 from bridge_lake.export.mapping import Mapping, TopicRule
 from bridge_lake.export.messages import ExportTypes, Serialized
 from bridge_lake.export.source import Builder, ExportError, Lane
+from bridge_lake.formats.video import STREAMED
 from bridge_lake.live.sink import LiveSink, Written
 
 ENCODING = "ros2"
@@ -49,6 +53,8 @@ class LiveLane:
     builder: Builder
     type: str
     messages: int = 0
+    awaiting_key: bool = False
+    """a lane decoding a camera that has not seen its first key frame yet"""
 
 
 @dataclass
@@ -71,7 +77,8 @@ class LiveTopics:
     offline_only: dict[str, str] = field(default_factory=dict)
     """topic rule -> why it has no live messages"""
     unpublished: dict[str, int] = field(default_factory=dict)
-    """stream/table without a topic -> rows (no rule of the mapping takes them)"""
+    """stream/table without a topic (no rule of the mapping takes them), or a camera's frames
+    before its first key frame -> rows"""
     warnings: list[str] = field(default_factory=list)
     static_frames: set[str] = field(default_factory=set)
     latched: set[str] = field(default_factory=set)
@@ -138,6 +145,10 @@ class LiveTopics:
             live = self.lanes[key] = self._lane(rule, selection, rows, sink)
         if isinstance(live.builder, _LivePointCloud):
             live.builder.points = _ScanPoints(points)
+        if live.awaiting_key:
+            rows = self._from_key_frame(live, rows)
+            if not rows.num_rows:
+                return None
         data = live.builder.build(rows)
         live.messages += len(data)
         return Produced(live.lane.topic, live.type, live.builder.t(rows), data)
@@ -161,7 +172,23 @@ class LiveTopics:
             builder = _LivePointCloud(lane, kind.encoder(ENCODING))
         else:
             builder = kind.open(None, LIVE_DRIVE, lane, ENCODING, 0)
-        return LiveLane(lane, builder, lane_type(lane))
+        decodes = rule.type == IMAGE and "is_keyframe" in rows.column_names
+        return LiveLane(lane, builder, lane_type(lane), awaiting_key=decodes)
+
+    def _from_key_frame(self, live: LiveLane, rows: pa.Table) -> pa.Table:
+        """The rows from the lane's first key frame on (streamed encodings: the frames before
+        it cannot be decoded); those before it are counted as unpublished."""
+        streamed = pc.is_in(rows.column("encoding"), pa.array(sorted(STREAMED)))
+        starts = pc.or_(pc.invert(streamed), pc.fill_null(rows.column("is_keyframe"), False))
+        first = np.flatnonzero(starts.to_numpy(zero_copy_only=False))
+        skipped = int(first[0]) if len(first) else rows.num_rows
+        if skipped:
+            stream = live.lane.selection.get("stream", "?")
+            key = f"{stream} (camera_frames) before its first key frame, {live.lane.topic}"
+            self.unpublished[key] = self.unpublished.get(key, 0) + skipped
+        if len(first):
+            live.awaiting_key = False
+        return rows.slice(skipped)
 
 
 def _lane_rows(rule: TopicRule, w: Written) -> list[tuple[dict, pa.Table]]:

@@ -246,3 +246,34 @@ def test_a_client_joining_late_still_gets_tf_static(tmp_path, source):
     assert f"offset {cut - 40}: 40 bytes after the last complete chunk" in out.decode()
     assert len(got["/tf_static"]) == 1  # latched: replayed on subscribe
     assert not got["/sensor/imu/data"]  # the rest was sent before it came
+
+
+def test_without_catalog_a_split_recordings_next_part_takes_the_names_of_the_closed_one(
+    tmp_path, source
+):
+    """No --catalog-from: part 1 is published under provisional names until it closes; part 2
+    starts with part 1's final catalog, so its streams are published under their real names
+    and the summary says where the names came from. The camera, decoded to Images, starts at
+    part 2's first key frame: every one of its 45 frames is published or counted."""
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "drive.yaml").write_text(DRIVE_YAML)
+    rc, out, err, _, summary = _run(
+        tmp_path, source, drive, drive / "rec.dat", rec_args=("--parts", "2")
+    )
+    assert rc == 1, out + err  # part 1's camera had no topic: said, exit 1
+    assert [Path(p).name for p in summary["parts"]] == ["rec.dat", "rec_001.dat"]
+    assert (
+        "rec_001.dat: stream names from the catalog of rec.dat (the previous part, closed)"
+        in (summary["notices"])
+    )
+    assert summary["provisional_names"] == [f"stream_{i}" for i in range(1, 7)]  # part 1 only
+    topic = "/sensor/camera_front/image_raw"
+    published = summary["topics"][topic]["messages"]
+    unpublished = summary["unpublished"]
+    before_key = unpublished[f"front_camera (camera_frames) before its first key frame, {topic}"]
+    assert published > 0 and before_key > 0
+    assert unpublished["stream_1 (camera_frames)"] + before_key + published == 45
+    live, _ = mcap_messages(tmp_path / "live.mcap")
+    assert len(live[topic]) == published
+    assert len(live["/vehicle/can_0"]) + len(live["/vehicle/can_1"]) > 0  # real names

@@ -143,6 +143,9 @@ class AdtfFollower:
         self.triggers = 0
         self.closed = False
         self.differences: list[CatalogDifference] = []
+        self.final: Catalog | None = None
+        """the catalog the file was closed with (None until then, or when unreadable): the
+        next part of a split recording starts with it"""
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
         self._reset()
@@ -489,6 +492,7 @@ class AdtfFollower:
         try:
             with open_dat(self.path, strict=False) as f:
                 final = {s.stream_id: s for s in f.streams}
+                self.final = Catalog(self.path, f.version, final)
         except AdtfError as exc:
             out.notices.append(f"{self.path}: closed, but its catalog is unreadable: {exc}")
             return
