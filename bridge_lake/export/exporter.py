@@ -273,7 +273,7 @@ def merge(
             h[2] = Batch(batch.time_ns[k:], _slice(batch.messages, k, len(batch.time_ns)))
         t = np.concatenate(times)
         c = np.concatenate(chans)
-        m = Serialized.concat(parts)
+        m = parts[0] if len(parts) == 1 else Serialized.concat(parts)  # one lane: no copy
         if len(parts) > 1:
             idx = np.lexsort((np.concatenate(ranks), t))
             t, c, m = t[idx], c[idx], m.take(idx)
