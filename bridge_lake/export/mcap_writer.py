@@ -66,7 +66,7 @@ from bridge_lake.formats.ros.mcap_summary import summary_and_footer
 Compression = Literal["zstd", "lz4", "none"]
 
 DEFAULT_ZSTD_LEVEL = 1
-"""zstd is the whole cost of writing point clouds: level 1 compresses them 1.2-1.4x as fast as
+"""zstd is the whole cost of writing point clouds: level 1 compresses them 1.3-1.4x as fast as
 level 2 for 4-6 % more output, and stays within a quarter of level 3's size (1.07-1.22x on
 three kinds of cloud; the figures: docs/benchmarks.md, "Design figures"). Pass level=3 for
 output kept long and written once."""
