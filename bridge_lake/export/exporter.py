@@ -48,7 +48,7 @@ from bridge_lake.export.writers import (
 )
 from bridge_lake.lake import Lake
 from bridge_lake.lake.storage import replace_local
-from bridge_lake.memory import release_large_frees
+from bridge_lake.memory import reuse_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
 ENCODINGS = ("ros2", "ros1", "protobuf")
@@ -500,7 +500,7 @@ def export_drive(
     """Write one drive (or its windows and topics) to `out`; see the module docstring
     (`context`: as `plan_stream`)."""
     t_start = time.perf_counter()
-    release_large_frees()
+    reuse_large_frees()
     encoding, compression = _check_request(request)
     out = Path(out)
     if out.exists() and not request.force:

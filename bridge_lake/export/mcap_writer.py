@@ -66,10 +66,10 @@ from bridge_lake.formats.ros.mcap_summary import summary_and_footer
 Compression = Literal["zstd", "lz4", "none"]
 
 DEFAULT_ZSTD_LEVEL = 1
-"""zstd is the whole cost of writing point clouds: level 1 compresses them 1.3-1.4x as fast as
-level 2 for 4-6 % more output, and stays within a quarter of level 3's size (1.07-1.22x on
-three kinds of cloud; the figures: docs/benchmarks.md, "Design figures"). Pass level=3 for
-output kept long and written once."""
+"""zstd is most of the cost of writing point clouds: level 1 is about a third faster than
+level 2 for a few percent more output, and stays within a quarter of level 3's size on the
+clouds measured (docs/benchmarks.md, "Design figures"). Pass level=3 for output kept long
+and written once."""
 DEFAULT_LZ4_LEVEL = 0
 """lz4's fast mode: lz4 is chosen for speed; its high-compression levels are slower than zstd."""
 
