@@ -21,7 +21,6 @@ within `idle_s`. A path that never appears ends with `LiveTimeoutError` after `a
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import gc
 import re
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bridge_lake import memory
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.export.kinds import GENERATED
 from bridge_lake.export.mapping import Mapping as TopicMapping
@@ -49,14 +49,6 @@ from bridge_lake.normalize.adtf_mapping import Mapping as StreamMapping
 
 POLL_S = 0.005
 """Seconds between two looks at the file: bounds the wait before new bytes are seen."""
-HEAP_MMAP_BYTES = 32 << 20
-HEAP_TRIM_BYTES = 256 << 20
-"""glibc malloc settings for the bridge's process (`_keep_heap`): blocks below
-HEAP_MMAP_BYTES come from the heap, whose free top is given back to the system only beyond
-HEAP_TRIM_BYTES. Each poll allocates and frees arrays of megabytes (payloads, points,
-messages, chunks); by default glibc maps and unmaps many of them, so every poll faulted its
-pages in again: ~75,000 page faults and a fifth of the CPU on a 115 MB drive."""
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
 
 
 class LiveTimeoutError(BridgeLakeError):
@@ -141,7 +133,9 @@ class LiveBridge:
         """Done by `run()` before its first poll, once; callable earlier (the bridge is
         started before the recording). What the first poll would otherwise pay (200 ms
         measured): the message definitions of the mapping's fixed types, the MCAP's first
-        flush; freed memory kept for the next poll (`_keep_heap`). Then every object alive
+        flush; freed memory kept for the next poll (`memory.reuse_large_frees`: each poll's
+        arrays of megabytes were mapped and unmapped, ~75,000 page faults and a fifth of the CPU
+        on a 115 MB drive). Then every object alive
         goes to the collector's permanent generation: a full collection walked them all (the
         imported libraries), a pause of up to hundreds of ms at random polls."""
         if self._warm:
@@ -152,7 +146,7 @@ class LiveBridge:
                 channel_for(self.topics.types, rule.topic, rule.type)
         if self.mcap is not None:
             self.mcap.flush()
-        _keep_heap()
+        memory.reuse_large_frees()
         gc.collect()
         gc.freeze()  # the collector's full passes then skip every module and type loaded
 
@@ -354,18 +348,6 @@ class LiveBridge:
         if new and self.server is not None:
             await self.server.wait_subscribed(new, SUBSCRIBE_WAIT_S)
         return out
-
-
-def _keep_heap() -> None:
-    """Keep freed megabytes in the process for the next poll (see HEAP_MMAP_BYTES). Only a
-    speed matter: a C library without glibc's `mallopt` keeps its own behaviour."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_BYTES)
-    mallopt(_M_TRIM_THRESHOLD, HEAP_TRIM_BYTES)
 
 
 def _clock(follower: AdtfFollower, first: Sample) -> RecordingClock:
