@@ -4,9 +4,10 @@ A message logged at `t` is due at `anchor_mono + (t - anchor_log) / rate` on
 `time.perf_counter_ns()`. Deadlines are absolute, so an early or late wake never adds up over
 a drive; pause, seek and a new rate re-anchor (`anchor`).
 
-`wait_until` gets to a deadline in three steps, each cheaper than spinning:
-1. `asyncio` sleep (the event loop serves clients meanwhile) to about 1.5 ms before: epoll
-   wakes in whole milliseconds, so the sleep is rounded down to them;
+The player gets to a deadline in three steps, each cheaper than spinning:
+1. `approach`: an `asyncio` sleep (the event loop serves clients meanwhile) to about 1.5 ms
+   before: epoll wakes in whole milliseconds, so the sleep is rounded down to them;
+then the player prepares what it will hand over, and `arrive` does
 2. a blocking `time.sleep` (nanosecond clock_nanosleep) to SPIN_NS before;
 3. a spin on `perf_counter_ns` for the rest.
 A read-ahead thread may run only during step 1 (`gate`): a Python thread holding the GIL when
@@ -130,7 +131,7 @@ class PlaybackClock:
         self.rate = rate
 
 
-async def wait_until(
+async def approach(
     deadline: int,
     interrupted: Waker,
     *,
@@ -138,8 +139,9 @@ async def wait_until(
     close_gate: Callable[[], None] | None = None,
     idle: Callable[[], None] | None = None,
 ) -> bool:
-    """Return at `deadline` (perf_counter_ns) True, or early False when `interrupted` is set
-    (pause, seek, rate). `idle` runs in the coarse sleep (where a few µs cannot hurt)."""
+    """Step 1: sleep in the event loop until COARSE_GUARD_NS (plus up to 1 ms) before
+    `deadline` (perf_counter_ns); True, or early False when `interrupted` is set (pause,
+    seek, rate). `idle` runs in the coarse sleep (where a few µs cannot hurt)."""
     while True:
         remaining = deadline - time.perf_counter_ns()
         if remaining <= COARSE_GUARD_NS + 1_000_000:
@@ -156,11 +158,14 @@ async def wait_until(
                 close_gate()
         if interrupted.is_set():
             return False
-    if interrupted.is_set():
-        return False
+    return not interrupted.is_set()
+
+
+def arrive(deadline: int) -> None:
+    """Steps 2 and 3: a blocking sleep to SPIN_NS before `deadline`, then a spin to it. The
+    event loop does not run meanwhile, so what was prepared for the deadline stays valid."""
     remaining = deadline - time.perf_counter_ns()
     if remaining > SPIN_NS:
         time.sleep((remaining - SPIN_NS) / 1e9)
     while time.perf_counter_ns() < deadline:
         pass
-    return True

@@ -1,9 +1,11 @@
 """`bridge-lake play`: a source served over the Foxglove WebSocket protocol on its own clock.
 
-One asyncio loop runs the server and the pacing (`clock.wait_until`): a spinning thread
-beside the loop would hold the GIL the loop needs, and the measured receive jitter was
-best with both on one thread (shared/notes/foxglove-ws.md). The source is read ahead on a
-thread in bounded batches (`readahead`), gated out of the last stretch before a deadline.
+One asyncio loop runs the server and the pacing (`clock.approach`, `clock.arrive`): a
+spinning thread beside the loop would hold the GIL the loop needs, and the measured receive
+jitter was best with both on one thread (shared/notes/foxglove-ws.md). The source is read
+ahead on a thread in bounded batches (`readahead`), gated out of the last stretch before a
+deadline; that thread also builds each message's WebSocket frame (`PlayServer.ready`), so at
+a due time the player only writes ready bytes, one write per client for the group due.
 The garbage collector is frozen while playing. Every message's send error is measured
 (`report`), so every run ends with the comparison table of timed players.
 """
@@ -25,14 +27,15 @@ from bridge_lake.play.clock import (
     TOGETHER_NS,
     PlaybackClock,
     Waker,
+    approach,
+    arrive,
     normal_priority,
     precise_sleeps,
     realtime_priority,
-    wait_until,
 )
 from bridge_lake.play.readahead import ReadAhead
-from bridge_lake.play.report import PlayReport
-from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer
+from bridge_lake.play.report import PlayReport, TopicStats
+from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer, Ready
 
 TIME_EVERY_NS = 50_000_000
 """The playback clock goes to clients at most every 50 ms of wall time."""
@@ -112,6 +115,9 @@ class Player:
         self.gate.set()
         self._pending: list[PlaybackRequest] = []
         self._ids: dict[int, int] = {}
+        self._stats: dict[int, TopicStats] = {}
+        """by the server's channel id"""
+        self._topics: dict[int, str] = {}
         self.server: PlayServer | None = None
         self._reader: ReadAhead | None = None
         self._last_time_sent = 0
@@ -134,18 +140,24 @@ class Player:
                 continue
             yield m
 
+    def _ready(self, start_ns: int) -> Iterator[Ready]:
+        assert self.server is not None
+        ready, ids = self.server.ready, self._ids
+        for m in self._messages(start_ns):
+            yield ready(ids[m.channel.id], m.log_time, m.data)
+
     def _open_reader(self, start_ns: int) -> None:
         if self._reader is not None:
             self._reader.stop()
         self.gate.set()
         self._reader = ReadAhead(
-            lambda: self._messages(start_ns),
-            lambda m: len(m.data),
+            lambda: self._ready(start_ns),
+            lambda r: len(r.frame),
             self.gate,
             READER_PRIORITY if self.o.realtime and not self.o.max_speed else 0,
         )
 
-    async def _next_batch(self) -> list[RosMessage] | None:
+    async def _next_batch(self) -> list[Ready] | None:
         assert self._reader is not None
         got = self._reader.get_nowait()
         while got is False:
@@ -220,6 +232,7 @@ class Player:
             for cid, ch in self.source.channels.items():
                 if cid in self.chosen:
                     self._ids[cid] = await self.server.add_channel(ch)
+                    self._topics[self._ids[cid]] = ch.topic
             await asyncio.to_thread(self._prelude)
             if started is not None:
                 started.set()
@@ -279,9 +292,9 @@ class Player:
             sys.setswitchinterval(old_switch)
             normal_priority()
 
-    async def _send_batch(self, batch: list[RosMessage]) -> bool:
+    async def _send_batch(self, batch: list[Ready]) -> bool:
         """Send a batch on schedule; True when a control request cut it short."""
-        server, clock, report = self.server, self.clock, self.report
+        server, clock = self.server, self.clock
         assert server is not None
         i, n = 0, len(batch)
         max_speed = self.o.max_speed
@@ -290,31 +303,28 @@ class Player:
                 if await self._wait_controls():
                     return True
                 continue
-            first = batch[i]
-            deadline = clock.deadline(first.log_time)
-            if not max_speed:
-                ok = await wait_until(
-                    deadline,
-                    self.interrupted,
-                    open_gate=self.gate.set,
-                    close_gate=self.gate.clear,
-                    idle=self._idle,
-                )
-                if not ok:
-                    continue
+            deadline = clock.deadline(batch[i].log_time)
+            if not max_speed and not await approach(
+                deadline,
+                self.interrupted,
+                open_gate=self.gate.set,
+                close_gate=self.gate.clear,
+                idle=self._idle,
+            ):
+                continue
             # the group due within TOGETHER_NS of the first is handed over together
             j = i + 1
             while j < n and clock.deadline(batch[j].log_time) - deadline <= TOGETHER_NS:
                 j += 1
+            group = batch[i:j]
+            writes = server.gather(group)  # no await from here to the hand-over
+            if not max_speed:
+                arrive(deadline)
             handed = time.perf_counter_ns()
-            for m in batch[i:j]:
-                await server.send(self._ids[m.channel.id], m.log_time, m.data)
-            for m in batch[i:j]:
-                t = report.topic(m.channel.topic)
-                t.messages += 1
-                t.bytes += len(m.data)
-                if not max_speed:
-                    t.errors.append(handed - clock.deadline(m.log_time))
+            server.hand_over(group, writes)
+            self._count(group, handed)
+            if server.backlogged():  # a client's socket holds WRITE_LIMIT: wait for it
+                await server.drain()
             if (
                 not max_speed
                 and (server.pending_writes() or handed - self._last_yield > LOOP_EVERY_NS)
@@ -331,6 +341,18 @@ class Player:
                 self._idle()
             i = j
         return False
+
+    def _count(self, group: list[Ready], handed: int) -> None:
+        """Per topic: messages, bytes and (at a rate) send errors, handed minus due."""
+        timed = not self.o.max_speed
+        for r in group:
+            t = self._stats.get(r.channel)
+            if t is None:
+                t = self._stats[r.channel] = self.report.topic(self._topics[r.channel])
+            t.messages += 1
+            t.bytes += r.size
+            if timed:
+                t.errors.append(handed - self.clock.deadline(r.log_time))
 
     async def _wait_controls(self) -> bool:
         """Paused or interrupted: apply requests, wait while paused; True after a seek."""

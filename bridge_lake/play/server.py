@@ -13,7 +13,14 @@ server's message handlers) what it lacks:
   Control Request (opcode 3) handed to `on_playback`, and Playback State (opcode 5) sent back,
   with the layouts of the protocol as Foxglove's SDK defines them,
 - latched channels: the last messages of a latched channel (/tf_static) go to every client
-  that subscribes to it, also one that joins mid-play.
+  that subscribes to it, also one that joins mid-play,
+- ready frames for the player (`ready`, `gather`, `hand_over`): a message's whole WebSocket
+  frame (the package's message-data header, `MessageDataHeader` and
+  `BinaryOpcode.MESSAGE_DATA`, framed by `websockets`' own `Frame.serialize`) is built on the
+  read-ahead thread; at the due time the player hands each subscribed client the frames of a
+  group in one transport write, on the event loop's thread (where websockets writes every
+  frame too, so frames never interleave). Through `connection.send` a message cost tens of
+  µs of coroutine and framing work and one send() syscall each.
 """
 
 from __future__ import annotations
@@ -27,20 +34,27 @@ import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.ros.readers import RosChannel
 
 with warnings.catch_warnings():  # foxglove-websocket imports websockets' legacy server API
     warnings.simplefilter("ignore", DeprecationWarning)
-    from foxglove_websocket.server import FoxgloveServer, FoxgloveServerListener
+    from foxglove_websocket.server import (
+        FoxgloveServer,
+        FoxgloveServerListener,
+        MessageDataHeader,
+    )
+    from foxglove_websocket.types import BinaryOpcode
     from websockets.exceptions import ConnectionClosed
+    from websockets.frames import Frame, Opcode
+    from websockets.protocol import State
 
 CLIENT_PLAYBACK_CONTROL = 3
 SERVER_PLAYBACK_STATE = 5
 _CONTROL = struct.Struct("<BfBQI")  # command, speed, had_seek, seek_time, request_id length
-_MESSAGE_HEADER = struct.Struct("<BIQ")  # opcode 1, subscription id, log time (ns)
+_SUBSCRIPTION = struct.Struct("<I")
 _STATE = struct.Struct("<BBQfBI")  # opcode, status, current_time, speed, did_seek, id length
 PLAYING, PAUSED, BUFFERING, ENDED = 0, 1, 2, 3
 LATCHED_KEEP = 64
@@ -50,6 +64,9 @@ WRITE_LIMIT = 8 << 20
 scan of a few MB goes out while the player reads the next."""
 BINARY_SCHEMAS = ("protobuf", "flatbuffer")
 """Schema encodings whose schema data is binary: base64 in the advertisement."""
+JOIN_BYTES = 256 << 10
+"""A group's frames up to this many bytes go to a client joined into one write (one send()
+syscall); a larger group is written frame by frame (the copy would cost more than a call)."""
 
 
 class PortInUseError(BridgeLakeError):
@@ -88,6 +105,31 @@ def playback_state(
     return _STATE.pack(SERVER_PLAYBACK_STATE, status, time_ns, speed, did_seek, len(data)) + data
 
 
+class Ready(NamedTuple):
+    """A message as one ready WebSocket frame (see the module), built for subscription `sub`:
+    a client subscribed under another id gets a copy with its id at `at`."""
+
+    log_time: int
+    channel: int
+    frame: bytes
+    sub: int
+    at: int
+    size: int
+    """payload bytes"""
+    latched: bytes | None
+    """the payload, kept for later subscribers when the channel is latched"""
+
+
+def message_frame(sub: int, log_time: int, payload: bytes) -> bytes:
+    """One unmasked, unfragmented binary WebSocket frame holding a Message Data message."""
+    data = MessageDataHeader.pack(BinaryOpcode.MESSAGE_DATA, sub, log_time) + payload
+    return Frame(Opcode.BINARY, data).serialize(mask=False)
+
+
+def _with_sub(r: Ready, sub: int) -> bytes:
+    return r.frame[: r.at] + _SUBSCRIPTION.pack(sub) + r.frame[r.at + _SUBSCRIPTION.size :]
+
+
 def _timestamp(ns: int) -> dict[str, int]:
     return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
 
@@ -115,8 +157,9 @@ class _Server(FoxgloveServer):
     ) -> None:
         """One WebSocket frame per message (the package sends header and payload as a
         fragmented message: three frames, three send() calls, ~30 µs each)."""
+        data = MessageDataHeader.pack(BinaryOpcode.MESSAGE_DATA, subscription, timestamp)
         with contextlib.suppress(ConnectionClosed):  # a client gone: the others go on
-            await connection.send(_MESSAGE_HEADER.pack(1, subscription, timestamp) + payload)
+            await connection.send(data + payload)
 
     async def _handle_client_text_message(self, client: Any, message: Any) -> None:
         before = set(client.subscriptions)
@@ -232,6 +275,70 @@ class PlayServer:
             kept.append((log_time, payload))
         await self._server.send_message(channel_id, log_time, payload)
 
+    def ready(self, channel_id: int, log_time: int, payload: bytes) -> Ready:
+        """A message as a ready frame (any thread): built for the subscription id the first
+        subscribed client uses now, which `gather` checks when it is due."""
+        assert self._server is not None
+        sub = 0
+        for client in self._server._clients:
+            got = client.subscriptions_by_channel.get(channel_id)
+            if got is not None:
+                sub = got
+                break
+        frame = message_frame(sub, log_time, payload)
+        at = len(frame) - len(payload) - MessageDataHeader.size + 1
+        kept = payload if channel_id in self._latched else None
+        return Ready(log_time, channel_id, frame, sub, at, len(payload), kept)
+
+    def gather(self, group: list[Ready]) -> list[tuple[Any, list[bytes]]]:
+        """Per open client, the writes of `group`'s frames for its subscriptions (the event
+        loop's thread; nothing may await between this and `hand_over`)."""
+        assert self._server is not None
+        out = []
+        for client in self._server._clients:
+            conn = client.connection
+            transport = conn.transport
+            if conn.state is not State.OPEN or transport is None or transport.is_closing():
+                continue
+            by_channel = client.subscriptions_by_channel
+            frames = []
+            for r in group:
+                sub = by_channel.get(r.channel)
+                if sub is not None:
+                    frames.append(r.frame if sub == r.sub else _with_sub(r, sub))
+            if len(frames) > 1 and sum(map(len, frames)) <= JOIN_BYTES:
+                frames = [b"".join(frames)]
+            if frames:
+                out.append((transport, frames))
+        return out
+
+    def hand_over(self, group: list[Ready], writes: list[tuple[Any, list[bytes]]]) -> None:
+        """Write what `gather` prepared (one transport write per client for a small group)
+        and keep the latched messages."""
+        for transport, frames in writes:
+            for data in frames:
+                transport.write(data)
+        for r in group:
+            if r.latched is not None:
+                self._latched[r.channel].append((r.log_time, r.latched))
+
+    def backlogged(self) -> bool:
+        """Whether a client's transport holds more than WRITE_LIMIT unsent bytes."""
+        assert self._server is not None
+        for client in self._server._clients:
+            transport = client.connection.transport
+            if transport is not None and transport.get_write_buffer_size() >= WRITE_LIMIT:
+                return True
+        return False
+
+    async def drain(self) -> None:
+        """Wait until every client's transport is below its write limit again (websockets'
+        own flow control); a client gone meanwhile is left to close."""
+        assert self._server is not None
+        for client in self._server._clients:
+            with contextlib.suppress(ConnectionClosed):
+                await client.connection.drain()
+
     def pending_writes(self) -> bool:
         """Whether a client's transport holds bytes its socket did not take yet."""
         assert self._server is not None
@@ -306,6 +413,8 @@ __all__ = [
     "PlayServer",
     "PlaybackRequest",
     "PortInUseError",
+    "Ready",
+    "message_frame",
     "parse_playback_request",
     "playback_state",
 ]
