@@ -10,8 +10,9 @@ The player gets to a deadline in three steps, each cheaper than spinning:
 then the player prepares what it will hand over, and `arrive` does
 2. a blocking `time.sleep` (nanosecond clock_nanosleep) to SPIN_NS before;
 3. a spin on `perf_counter_ns` for the rest.
-A read-ahead thread may run only during step 1 (`gate`): a Python thread holding the GIL when
-the loop wakes would delay it by up to the switch interval.
+A read-ahead thread may run only during step 1 and the first part of step 2 (`gate`, closed
+GATE_GUARD_NS before the spin): a Python thread holding the GIL when the pacer wakes delays it
+by up to the switch interval.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable
 
@@ -28,6 +30,10 @@ SPIN_NS = 60_000
 """The last stretch spun rather than slept: with a 1 µs timer slack (`precise_sleeps`) a
 nanosleep wakes a median 27 µs, p90 47 µs late on these VMs (77 / 104 µs at the default
 50 µs slack)."""
+GATE_GUARD_NS = 300_000
+"""`arrive` lets the read-ahead thread run in its sleep until this long before the spin: a
+reader holding the GIL gives it up within the switch interval (player.SWITCH_INTERVAL_S) and
+parks at its gate within one message's work."""
 TOGETHER_NS = 5_000
 """Messages due within this of the first of a group are handed over with it."""
 
@@ -158,13 +164,22 @@ async def approach(
                 close_gate()
         if interrupted.is_set():
             return False
+    if close_gate is not None:
+        close_gate()
     return not interrupted.is_set()
 
 
-def arrive(deadline: int) -> None:
+def arrive(deadline: int, gate: threading.Event | None = None) -> None:
     """Steps 2 and 3: a blocking sleep to SPIN_NS before `deadline`, then a spin to it. The
-    event loop does not run meanwhile, so what was prepared for the deadline stays valid."""
+    event loop does not run meanwhile, so what was prepared for the deadline stays valid.
+    With `gate` (closed on entry), the reader may run in the sleep up to GATE_GUARD_NS
+    before the spin, and the gate is closed again on return."""
     remaining = deadline - time.perf_counter_ns()
+    if gate is not None and remaining > SPIN_NS + GATE_GUARD_NS:
+        gate.set()
+        time.sleep((remaining - SPIN_NS - GATE_GUARD_NS) / 1e9)
+        gate.clear()
+        remaining = deadline - time.perf_counter_ns()
     if remaining > SPIN_NS:
         time.sleep((remaining - SPIN_NS) / 1e9)
     while time.perf_counter_ns() < deadline:

@@ -47,8 +47,11 @@ READER_PRIORITY = 5
 LOOP_EVERY_NS = 10_000_000
 """...and a socket holds unsent bytes or the loop has not run for 10 ms (client requests)."""
 WAIT_AFTER_SUBSCRIBE_S = 1.0
-SWITCH_INTERVAL_S = 0.0002
-"""While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms)."""
+SWITCH_INTERVAL_S = 0.000005
+"""While playing, a thread holding the GIL gives it up after 5 µs (default 5 ms) when another
+wants it: the mcap reader parses a whole chunk in Python (tens of ms, no gate can stop it),
+and with 200 µs the pacer woke into a held GIL often enough to make the send error's p99
+about 200 µs (5 µs: 63-100 µs in the same 20 s runs)."""
 
 
 class PlayError(BridgeLakeError):
@@ -295,7 +298,7 @@ class Player:
     async def _send_batch(self, batch: list[Ready]) -> bool:
         """Send a batch on schedule; True when a control request cut it short."""
         server, clock = self.server, self.clock
-        assert server is not None
+        assert server is not None and self._reader is not None
         i, n = 0, len(batch)
         max_speed = self.o.max_speed
         while i < n:
@@ -319,7 +322,7 @@ class Player:
             group = batch[i:j]
             writes = server.gather(group)  # no await from here to the hand-over
             if not max_speed:
-                arrive(deadline)
+                arrive(deadline, self.gate if self._reader.wants() else None)
             handed = time.perf_counter_ns()
             server.hand_over(group, writes)
             self._count(group, handed)

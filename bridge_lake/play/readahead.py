@@ -2,8 +2,9 @@
 
 Decompressing a chunk (zstd, lz4, bz2) releases the GIL, so the thread reads while the
 player waits for its next deadline; `gate` keeps the thread's Python work out of the
-player's last stretch before a deadline (see `clock`). Memory is bounded by MAX_BATCHES
-batches of at most BATCH_BYTES (plus one message larger than that).
+player's last stretch before a deadline (see `clock`), as far as it can: the gate is looked
+at between items, and one item may be a whole chunk parsed in Python. Memory is bounded by
+MAX_BATCHES batches of at most BATCH_BYTES (plus one message larger than that).
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class ReadAhead:
         except queue.Empty:
             return False
         return self._unwrap(item)
+
+    def wants(self) -> bool:
+        """Whether the thread has room to read into (the queue is not full)."""
+        return self._queue.qsize() < MAX_BATCHES
 
     def get(self, timeout: float | None = None) -> list[Any] | bool | None:
         if self._head is not None:
