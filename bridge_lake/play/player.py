@@ -158,6 +158,7 @@ class Player:
             lambda r: len(r.frame),
             self.gate,
             READER_PRIORITY if self.o.realtime and not self.o.max_speed else 0,
+            key=lambda r: r.log_time,
         )
 
     async def _next_batch(self) -> list[Ready] | None:

@@ -4,7 +4,9 @@ Decompressing a chunk (zstd, lz4, bz2) releases the GIL, so the thread reads whi
 player waits for its next deadline; `gate` keeps the thread's Python work out of the
 player's last stretch before a deadline (see `clock`), as far as it can: the gate is looked
 at between items, and one item may be a whole chunk parsed in Python. Memory is bounded by
-MAX_BATCHES batches of at most BATCH_BYTES (plus one message larger than that).
+MAX_BATCHES batches of at most twice BATCH_BYTES (plus one message larger than that): with a
+`key`, a batch that is full is cut only between items of different keys (messages due
+together are handed over together), unless it reached twice the limits.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ class ReadAhead:
         size_of: Callable[[Any], int],
         gate: threading.Event | None = None,
         priority: int = 0,
+        key: Callable[[Any], Any] | None = None,
     ) -> None:
         self._queue: queue.Queue = queue.Queue(MAX_BATCHES)
         self._stop = threading.Event()
         self._gate = gate
-        self._make, self._size_of = make, size_of
+        self._make, self._size_of, self._key = make, size_of, key
         self._head: Any = None
         self._priority = priority
         self._thread = threading.Thread(target=self._run, name="play-readahead", daemon=True)
@@ -67,19 +70,27 @@ class ReadAhead:
             for item in it:
                 if self._stop.is_set():
                     return
+                if self._full(batch, nbytes, item):
+                    if not self._put(batch):
+                        return
+                    batch, nbytes = [], 0
                 if self._gate is not None:
                     self._gate.wait()
                 batch.append(item)
                 nbytes += self._size_of(item)
-                if len(batch) >= BATCH_MESSAGES or nbytes >= BATCH_BYTES:
-                    if not self._put(batch):
-                        return
-                    batch, nbytes = [], 0
             if batch and not self._put(batch):
                 return
             self._put(_End())
         except BaseException as exc:  # handed to the player, which reports it
             self._put(_End(exc))
+
+    def _full(self, batch: list[Any], nbytes: int, item: Any) -> bool:
+        """Whether `batch` goes to the queue before `item`."""
+        if len(batch) < BATCH_MESSAGES and nbytes < BATCH_BYTES:
+            return False
+        if self._key is None or len(batch) >= 2 * BATCH_MESSAGES or nbytes >= 2 * BATCH_BYTES:
+            return True
+        return self._key(item) != self._key(batch[-1])
 
     def peek(self, timeout: float) -> Any:
         """The first item without taking it (None at the end or after `timeout` s)."""
