@@ -47,11 +47,16 @@ READER_PRIORITY = 5
 LOOP_EVERY_NS = 10_000_000
 """...and a socket holds unsent bytes or the loop has not run for 10 ms (client requests)."""
 WAIT_AFTER_SUBSCRIBE_S = 1.0
-SWITCH_INTERVAL_S = 0.000005
-"""While playing, a thread holding the GIL gives it up after 5 µs (default 5 ms) when another
-wants it: the mcap reader parses a whole chunk in Python (tens of ms, no gate can stop it),
-and with 200 µs the pacer woke into a held GIL often enough to make the send error's p99
-about 200 µs (5 µs: 63-100 µs in the same 20 s runs)."""
+SWITCH_INTERVAL_S = 0.0002
+"""While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms) when
+another wants it."""
+REALTIME_SWITCH_INTERVAL_S = 0.000005
+"""The same with --realtime: the mcap reader parses a whole chunk in Python (tens of ms, no
+gate can stop it), and at 200 µs the pacer woke into a held GIL often enough to make the
+send error's p99 about 200 µs (5 µs: 63-100 µs in the same 20 s runs). Only under SCHED_FIFO,
+where the thread handed the GIL runs at once: with ordinary scheduling on a loaded machine
+each hand-off waited for the OS and at 5 µs they piled up (p99 7-34 ms against 1.9-2.9 ms
+at 200 µs, side by side)."""
 
 
 class PlayError(BridgeLakeError):
@@ -261,14 +266,17 @@ class Player:
         assert self._reader is not None
         first = await asyncio.to_thread(self._reader.peek, 30.0)  # anchor once data is there
         precise_sleeps()
+        switch = SWITCH_INTERVAL_S
         if self.o.realtime:
             refused = realtime_priority()
             if refused:
                 print(
                     f"bridge-lake: --realtime refused ({refused}); normal priority", file=sys.stderr
                 )
+            elif not self.o.max_speed:
+                switch = REALTIME_SWITCH_INTERVAL_S
         old_switch = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        sys.setswitchinterval(switch)
         gc.collect()
         gc.freeze()
         gc.disable()
