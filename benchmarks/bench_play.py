@@ -3,8 +3,11 @@
     python benchmarks/bench_play.py --smoke        # seconds-long drives (CI)
     python benchmarks/bench_play.py                # 1-min ADTF drive at 1x, 1 and 3-min NCLT max speed
 
-1. The demo's ADTF drive (bridge_lake.synth, light as `make demo` makes it: H.264 camera,
-   lidar, CAN, IMU, GNSS) goes through the library's layers and is exported to MCAP.
+1. An ADTF drive at the issue's rates (bridge_lake.synth with `ISSUE_RATES`: H.264 camera at
+   30 Hz, lidar 10 Hz, 600 CAN frames/s (10 ids at 60 Hz, each frame published on /vehicle/can
+   and on its bus's topic), IMU 100 Hz, GNSS 10 Hz; `--demo-rates`: the demo's own drive,
+   15 Hz camera and 1,000 CAN frames/s) goes through the library's layers and is exported
+   to MCAP.
 2. At 1x: `bridge-lake play` (its own process, `--report`) and, side by side in the same run,
    a naive player (same server, same reader: sleep until each message's time, then send),
    each to an independent Python `websockets` client in a third process speaking the
@@ -43,7 +46,13 @@ sys.path.insert(0, str(REPO))
 # --- drives --------------------------------------------------------------------------------
 
 
-def exported_drive(root: Path, source: str, minutes: float, light: bool) -> Path:
+ISSUE_RATES = {"fps": 30, "can_hz": 60}
+"""Issue 20's drive: 30 Hz camera, about 600 CAN frames/s (10 ids x 60 Hz)."""
+
+
+def exported_drive(
+    root: Path, source: str, minutes: float, light: bool, adtf_rates: dict | None = None
+) -> Path:
     from bridge_lake.calibrate.drive import calibrate_drive
     from bridge_lake.export.exporter import ExportRequest, export_drive
     from bridge_lake.lake import Lake
@@ -53,7 +62,8 @@ def exported_drive(root: Path, source: str, minutes: float, light: bool) -> Path
     from bridge_lake.synth import synthesize
 
     work = root / f"{source}-{minutes}"
-    (made,) = synthesize(work / "landing", drives=1, minutes=minutes, source=source, light=light)
+    (made,) = synthesize(work / "landing", drives=1, minutes=minutes, source=source, light=light,
+                         adtf_rates=adtf_rates)  # fmt: skip
     lake, landing = Lake(str(work / "lake")), LandingZone(str(work / "landing"))
     m = build_manifest(landing, made.drive_id)
     lake.write_partition("raw", "manifest", made.drive_id, m.files_table())
@@ -196,6 +206,9 @@ def main() -> None:
     p.add_argument("--report", type=Path)
     p.add_argument("--adtf-minutes", type=float)
     p.add_argument("--keep", type=Path, help="reuse/keep the exported drives in this folder")
+    p.add_argument("--demo-rates", action="store_true",
+                   help="play the demo's ADTF drive (15 Hz camera, 1,000 CAN frames/s) instead "
+                   "of one at the issue's rates")  # fmt: skip
     args = p.parse_args()
     if args.client:
         asyncio.run(client(args.client, args.out))
@@ -210,12 +223,16 @@ def main() -> None:
     keep.mkdir(parents=True, exist_ok=True)
     try:
 
-        def drive(source: str, minutes: float, light: bool) -> Path:
-            path = keep / f"{source}-{minutes}.mcap"
-            return path if path.exists() else exported_drive(keep, source, minutes, light)
+        def drive(source: str, minutes: float, light: bool, rates: dict | None = None) -> Path:
+            path = keep / f"{source}-{minutes}{'-issue-rates' if rates else ''}.mcap"
+            if not path.exists():
+                exported_drive(keep, source, minutes, light, rates).rename(path)
+            return path
 
-        adtf = drive("adtf", adtf_min, True)
-        print(f"ADTF drive {adtf_min} min: {adtf.stat().st_size / 1e6:.1f} MB", flush=True)
+        adtf = drive("adtf", adtf_min, True, None if args.demo_rates else ISSUE_RATES)
+        drive_name = "ADTF demo drive" if args.demo_rates else "ADTF drive at the issue's rates"
+        print(f"ADTF drive {adtf_min} min ({'demo' if args.demo_rates else 'issue'} rates): "
+              f"{adtf.stat().st_size / 1e6:.1f} MB", flush=True)  # fmt: skip
         rows = {}
         naive_cmd = [sys.executable, __file__, "--naive", str(adtf), "--report"]
         rt = ["chrt", "-f", "10"]  # the naive player at the priority --realtime takes
@@ -250,7 +267,7 @@ def main() -> None:
             (o, orecv), (n, nrecv) = rows[ours], rows[naive_]
             base = f"naive player{', SCHED_FIFO' if how else ''}"
             for key, name in (("send_error_p99_us", "p99"), ("send_error_max_us", "max")):
-                figure(f"play {how}1x send error {name} (ADTF demo drive)", o["total"][key],
+                figure(f"play {how}1x send error {name} ({drive_name})", o["total"][key],
                        n["total"][key], "µs", more_is_better=False, baseline_name=base,
                        peak_rss_mb=o["rss_max_mb"])  # fmt: skip
             figure(f"play {how}1x receive jitter p99 at a websockets client",

@@ -8,7 +8,7 @@ Output is deterministic for a seed, so tests can rely on it.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,16 +42,19 @@ def synthesize(
     source: str = "all",
     light: bool = False,
     nclt_hits_per_rev: int | None = None,
+    adtf_rates: Mapping[str, int] | None = None,
     force: bool = False,
     progress: Callable[[int, str], None] | None = None,
 ) -> list[SynthDrive]:
     """Write `drives` drive folders into `out`; `source=all` alternates NCLT and ADTF.
 
     `light` thins the NCLT lidar (realistic revolutions hold ~50k hits) for demos and tests;
-    `nclt_hits_per_rev` sets the density outright (benchmarks). Every file is still written
-    in its exact format. A drive folder that already holds files is refused (old and new
-    files would mix into one drive) unless `force`, which empties it first. `progress` is
-    called with (drives done, the drive being written) before each drive and at the end.
+    `nclt_hits_per_rev` sets the density outright (benchmarks); `adtf_rates` the ADTF drives'
+    `fps` and `can_hz` (`synth.adtf.write_adtf_drive`: benchmarks at other sensor rates).
+    Every file is still written in its exact format. A drive folder that already holds files
+    is refused (old and new files would mix into one drive) unless `force`, which empties it
+    first. `progress` is called with (drives done, the drive being written) before each drive
+    and at the end.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -68,7 +71,7 @@ def synthesize(
         hits = nclt_hits_per_rev or (LIGHT_NCLT_HITS_PER_REV if light else None)
         if progress is not None:
             progress(i, _drive_id(kind, i, drive_seed))
-        made.append(_one_drive(out, kind, i, minutes, drive_seed, hits))
+        made.append(_one_drive(out, kind, i, minutes, drive_seed, hits, adtf_rates or {}))
     if progress is not None:
         progress(drives, "")
     return made
@@ -94,7 +97,13 @@ def _clear(folder: Path, force: bool) -> None:
 
 
 def _one_drive(
-    out: Path, kind: str, index: int, minutes: float, seed: int, hits: int | None
+    out: Path,
+    kind: str,
+    index: int,
+    minutes: float,
+    seed: int,
+    hits: int | None,
+    adtf_rates: Mapping[str, int],
 ) -> SynthDrive:
     drive_id = _drive_id(kind, index, seed)
     path = out / drive_id
@@ -110,7 +119,7 @@ def _one_drive(
     else:
         from bridge_lake.synth.adtf import write_adtf_drive
 
-        files = write_adtf_drive(path, minutes=minutes, seed=seed)
+        files = write_adtf_drive(path, minutes=minutes, seed=seed, **adtf_rates)
         vehicle, route, what = "test-vehicle-01", "proving ground oval", "ADTF drive"
     meta = DriveMeta(
         vehicle=vehicle,

@@ -3,7 +3,8 @@
 One drive is one IFHD 0x0500 recording (ns clock) with
 - `front_camera`: H.264 (PyAV/libx264) Annex-B access units, one per sample, key frames
   flagged as index points;
-- `can_powertrain`, `can_chassis`: `tCANData` frames (spec §10.4), ~500 Hz each;
+- `can_powertrain`, `can_chassis`: `tCANData` frames (spec §10.4), ~500 Hz each (5 ids at
+  `can_hz`, 100 by default);
 - `lidar_top`: 10 Hz scans, DDL struct with a dynamic point array;
 - `gnss` 10 Hz and `imu` 100 Hz DDL structs.
 Every payload carries the device's own time stamp, which runs at a slightly different rate
@@ -147,6 +148,8 @@ GNSS_ORIGIN = (48.7758, 11.4320, 371.2)
 RIG = SHIPPED_RIGS / "test-vehicle-01.yaml"
 """The rig the recordings are generated from (and calibrated with)."""
 LIDAR_SCAN_NS = 100_000_000
+POWERTRAIN_IDS = (0x0C1, 0x0D0, 0x1A0, 0x1F5, 0x2B0)
+CHASSIS_IDS = (0x086, 0x0A3, 0x130, 0x17C, 0x3E9)
 """One revolution of the rotating lidar: 10 Hz."""
 CORRIDOR_HALF_WIDTH = 12.0
 """The lidar sees the ground (z = 0 in base_link) and two walls at y = ±12 m of base_link."""
@@ -339,9 +342,16 @@ def _rows(array: np.ndarray) -> list[memoryview]:
 
 
 def _can_source(
-    name: str, channel: int, ids: Sequence[int], track: Track, start: int, rng, seconds: float
+    name: str,
+    channel: int,
+    ids: Sequence[int],
+    track: Track,
+    start: int,
+    rng,
+    seconds: float,
+    hz: int,
 ) -> Source:
-    period = 10_000_000
+    period = 1_000_000_000 // hz
     per_id = int(seconds * 1e9 // period)
     phases = rng.integers(0, period, len(ids))
     capture = (np.arange(per_id)[:, None] * period + phases[None, :]).reshape(-1)
@@ -593,10 +603,14 @@ def write_adtf_drive(
     seed: int,
     lidar_points: int = 2000,
     fps: int = 15,
+    can_hz: int = 100,
 ) -> list[Path]:
-    """Write one synthetic drive as `recording_<start>.dat` (IFHD 0x0500) into out_dir."""
+    """Write one synthetic drive as `recording_<start>.dat` (IFHD 0x0500) into out_dir.
+    `can_hz`: frames a second per CAN id (5 ids per bus, 2 buses)."""
     if minutes <= 0:
         raise ValueError("minutes must be > 0")
+    if not 0 < can_hz <= 1000 or not 0 < fps <= 120:
+        raise ValueError("can_hz must be in 1..1000 and fps in 1..120")
     rng = np.random.default_rng(seed)
     seconds = minutes * 60.0
     start_dt, start = _start_ns(seed)
@@ -604,12 +618,8 @@ def write_adtf_drive(
     track = Track.build(seconds + 1.0, rng, at)
     sources = [
         _camera_source(track, start, rng, seconds, fps, at.get("camera_black")),
-        _can_source(
-            "can_powertrain", 0, (0x0C1, 0x0D0, 0x1A0, 0x1F5, 0x2B0), track, start, rng, seconds
-        ),
-        _can_source(
-            "can_chassis", 1, (0x086, 0x0A3, 0x130, 0x17C, 0x3E9), track, start, rng, seconds
-        ),
+        _can_source("can_powertrain", 0, POWERTRAIN_IDS, track, start, rng, seconds, can_hz),
+        _can_source("can_chassis", 1, CHASSIS_IDS, track, start, rng, seconds, can_hz),
         _lidar_source(track, start, rng, seconds, lidar_points, at.get("lidar_dropout")),
         _gnss_source(track, start, rng, seconds, at.get("gnss_degraded")),
         _imu_source(track, start, rng, seconds),
