@@ -3,13 +3,16 @@
 Runs in-process against the Dagster instance in $DAGSTER_HOME (or `<workdir>/dagster_home`)
 through the same runner as `bridge-lake ingest` (bridge_lake.defs.ingest), so `dagster dev`
 pointed at the same home afterwards shows every run, materialization and check result of the
-demo, and the summary is the one ingest prints.
+demo, and the summary is the one ingest prints. Then the layers beside the lake: the online
+bridge follows a re-recording of the ADTF drive and crash recovery rebuilds a cut copy of it
+(bridge_lake.demo_online); the demo ends with the `bridge-lake play` command for a scene.
 """
 
 from __future__ import annotations
 
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -20,8 +23,9 @@ from bridge_lake.defs.ingest import (
     print_ui_command,
     run_drives,
 )
+from bridge_lake.demo_online import follow_and_recover
 from bridge_lake.landing import LandingZone
-from bridge_lake.synth import synthesize
+from bridge_lake.synth import SynthDrive, synthesize
 
 QUERY = "select * from drive_summary"
 """The first question for the lake (README: From the demo to your own drives)."""
@@ -35,7 +39,7 @@ def run_demo(
     seed: int = 0,
     source: str = "all",
     out: TextIO,
-) -> IngestResult:
+) -> DemoResult:
     workdir = workdir.resolve()
     landing_root, lake_root = workdir / "landing", workdir / "lake"
     home = dagster_home(workdir / "dagster_home")
@@ -60,9 +64,34 @@ def run_demo(
     fingerprints = LandingZone(str(landing_root)).scan().drives
     found = [Drive(d.drive_id, d.source, fingerprints[d.drive_id]) for d in made]
     result = run_drives(str(landing_root), str(lake_root), found, home, out)
+    online_ok = _online(workdir, made, result, out)
     print_ui_command(home, str(lake_root), str(landing_root), out)
     _print_next(result, lake_root, out)
-    return result
+    return DemoResult(result, online_ok)
+
+
+@dataclass
+class DemoResult:
+    ingest: IngestResult
+    online_ok: bool
+    """the live bridge agreed with the export and the recovery kept samples (or no ADTF
+    drive was exported to try them on)"""
+
+    @property
+    def exit_code(self) -> int:
+        """The ingest's exit code; 1 when it is 0 but the online steps disagreed."""
+        return self.ingest.exit_code or (0 if self.online_ok else 1)
+
+
+def _online(workdir: Path, made: list[SynthDrive], result: IngestResult, out: TextIO) -> bool:
+    """The online bridge and crash recovery on the first ADTF drive the ingest exported."""
+    exported = {
+        o.drive_id: a.path for o in result.outcomes for a in o.assets if a.path.endswith(".mcap")
+    }
+    for d in made:
+        if d.source == "adtf" and d.drive_id in exported:
+            return follow_and_recover(workdir, d.path, Path(exported[d.drive_id]), out)
+    return True
 
 
 def _print_next(result: IngestResult, lake: Path, out: TextIO) -> None:

@@ -72,6 +72,11 @@ def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch
     assert "bridge-lake query 'select * from drive_summary' --lake" in out
     assert "bridge-lake ingest LANDING --lake LAKE" in out
     assert f"bridge-lake play {tmp_path}/lake/exports/drive=" in out and ".mcap" in out
+    # the online bridge and crash recovery ran on the ADTF drive, and agreed
+    assert "Online bridge: bridge-lake live on " in out
+    assert "live-check against the export: ok" in out
+    assert "Crash recovery: bridge-lake recover on " in out
+    assert (tmp_path / "live").is_dir() and list((tmp_path / "recover").glob("recovered-*"))
     for table in ("raw/manifest", "normalized/imu", "normalized/streams", "calibrated/poses"):
         df = pl.read_parquet(str(tmp_path / "lake" / table) + "/", hive_schema={"drive": pl.String})
         assert set(df["drive"]) == {"nclt-2012-01-08-s0", "adtf-test-vehicle-s1"}, table
