@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -111,6 +112,9 @@ class ExportResult:
     """what went out other than asked, e.g. a stream whose DDL struct has no ROS type"""
     bytes: int = 0
     seconds: float = 0.0
+    mapping_ref: dict[str, Any] = field(default_factory=dict)
+    """the mapping as written into the output (`Mapping.reference`: file name, sha256,
+    shipped), not its path, so the bytes do not depend on where the file lay"""
 
     @property
     def messages(self) -> int:
@@ -513,6 +517,7 @@ def export_drive(
     result = ExportResult(
         out, request.format, encoding, drive, stream.mapping.path, stream.spans, stream.shift
     )
+    result.mapping_ref = stream.mapping.reference()
     result.left_out = sorted(stream.left_out)
     result.left_out_rows = stream.left_out
     result.warnings = stream.warnings
@@ -574,7 +579,10 @@ def _attach(output: Output, ctx: DriveContext, result: ExportResult) -> None:
         "bridge_lake.export",
         {
             "drive": ctx.drive,
-            "mapping": result.mapping,
+            **{
+                f"mapping_{k}": str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in result.mapping_ref.items()
+            },
             "windows": json.dumps([[w.start_ns, w.end_ns] for w in result.windows or []]),
             "time_shift_ns": str(result.shift_ns),
         },

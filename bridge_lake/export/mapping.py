@@ -22,6 +22,7 @@ replaces it. Every key is validated on load; errors name the file and the key.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -91,6 +92,15 @@ class TopicRule:
 class Mapping:
     path: str
     topics: tuple[TopicRule, ...]
+
+    def reference(self) -> dict[str, Any]:
+        """What names this mapping in an output, the same wherever the file lies (a temp copy
+        of a drive's captured mapping, an install path): its file name, the sha256 of its
+        bytes, and whether it is one the project ships (`MAPPINGS`)."""
+        path = Path(self.path)
+        sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        shipped = path.parent.resolve() == MAPPINGS.resolve()
+        return {"file": path.name, "sha256": sha, "shipped": shipped}
 
 
 def default_mapping_path(source: str) -> Path:

@@ -453,7 +453,7 @@ def _reference(
     report: ReplayReport, path: Path, doc: dict, observed: McapContent, against, storage_options
 ) -> tuple[_Source | None, str]:
     if against is not None:
-        return _lake_reference(doc, observed, against, storage_options)
+        return _lake_reference(doc, against, storage_options)
     source = doc.get("source")
     if not source:
         return None, "none (a clean scene: the manifest; give --against LAKE to compare rows)"
@@ -474,10 +474,9 @@ def _reference(
     return _read_facts(clean, black=False), f"clean scene {clean.name}"
 
 
-def _lake_reference(
-    doc: dict, observed: McapContent, against, storage_options
-) -> tuple[_Source, str]:
+def _lake_reference(doc: dict, against, storage_options) -> tuple[_Source, str]:
     from bridge_lake.export.exporter import ExportRequest, export_drive
+    from bridge_lake.export.lake_exports import drive_mapping
     from bridge_lake.export.mapping import MAPPINGS
     from bridge_lake.lake import Lake
 
@@ -485,17 +484,18 @@ def _lake_reference(
     if not doc.get("format") or not doc.get("drive") or not doc.get("lake_snapshot"):
         raise ReplayError("the manifest lacks the drive, format or lake snapshot to re-export")
     ref = doc["format"]["mapping"]
-    candidates = [MAPPINGS / ref["file"]] if ref.get("shipped") else []
-    for name, meta in observed.metadata:  # where the export found it (a drive's own mapping)
-        if name == "bridge_lake.export" and meta.get("mapping"):
-            candidates.append(Path(meta["mapping"]))
-    mapping = next((p for p in candidates if p.is_file() and _sha(p) == ref.get("sha256")), None)
-    if mapping is None:
-        raise ReplayError(
-            f"the mapping {ref['file']} the scene was exported with (sha256 "
-            f"{str(ref.get('sha256'))[:12]}…) is not available (any more)"
-        )
     with tempfile.TemporaryDirectory(prefix="bridge_lake_replay_") as tmp:
+        candidates = [MAPPINGS / ref["file"]] if ref.get("shipped") else []
+        own = drive_mapping(lake, doc["drive"], Path(tmp))  # as the raw layer captured it
+        candidates += [own] if own is not None else []
+        mapping = next(
+            (p for p in candidates if p.is_file() and _sha(p) == ref.get("sha256")), None
+        )
+        if mapping is None:
+            raise ReplayError(
+                f"the mapping {ref['file']} the scene was exported with (sha256 "
+                f"{str(ref.get('sha256'))[:12]}…) is not available (any more)"
+            )
         out = Path(tmp) / "source.mcap"
         export_drive(
             lake,

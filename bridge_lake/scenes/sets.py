@@ -48,7 +48,7 @@ from bridge_lake.export.exporter import (
     ExportResult,
     export_drive,
 )
-from bridge_lake.export.mapping import MAPPINGS, Mapping
+from bridge_lake.export.mapping import Mapping
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
 from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
@@ -252,7 +252,7 @@ class Snapshots:
         key = None if given is None else str(given)
         if key not in self.mappings:
             rules = self.context.mapping(given)
-            self.mappings[key] = (rules, _mapping_ref(rules))
+            self.mappings[key] = (rules, rules.reference())
         return self.mappings[key]
 
 
@@ -288,13 +288,6 @@ def manifest_path_for(path: str | os.PathLike) -> Path:
     """The manifest beside a scene file: same name, .json instead of .mcap."""
     p = Path(path)
     return p.with_name(p.name.removesuffix(".mcap") + ".json")
-
-
-def _mapping_ref(mapping: Mapping) -> dict[str, Any]:
-    path = Path(mapping.path)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-    shipped = path.parent.resolve() == MAPPINGS.resolve()
-    return {"file": path.name, "sha256": sha, "shipped": shipped}
 
 
 def build_scene(

@@ -170,3 +170,29 @@ def test_health_reads_an_mcap_in_file_order_one_chunk_at_a_time(tmp_path):
     t = health.topics["/text"]
     assert (t.messages, t.decoded, t.backwards) == (24_000, 24_000, 1)
     assert peak < 8e6, f"{peak / 1e6:.0f} MB traced while reading 24 MB of messages"
+
+
+def test_the_same_mapping_from_two_places_gives_the_same_bytes(synthetic_lake, tmp_path, capsys):
+    """The export names its mapping by file name, sha256 and whether it is shipped, not by
+    where the file lay (the exports asset writes a drive's captured mapping into a temp
+    folder): the same mapping copied to two folders exports byte-identical MCAP files."""
+    from bridge_lake.export.mapping import default_mapping_path
+    from bridge_lake.formats.ros.readers import open_recording
+
+    lake, drive = synthetic_lake.lake.root, synthetic_lake.drives["adtf"].drive_id
+    text = default_mapping_path("adtf").read_bytes()
+    outs = []
+    for where in ("a", "b/deeper"):
+        mapping = tmp_path / where / "mine.yaml"
+        mapping.parent.mkdir(parents=True)
+        mapping.write_bytes(text)
+        out = tmp_path / f"{where.replace('/', '_')}.mcap"
+        rc, _, err = run(capsys, "export", "--lake", lake, "--drive", drive, "--out", out,
+                         "--mapping", mapping, "--quiet")  # fmt: skip
+        assert rc == 0, err
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    with open_recording(tmp_path / "a.mcap") as rec:
+        meta = dict(rec.metadata())["bridge_lake.export"]
+    assert meta["mapping_file"] == "mine.yaml" and meta["mapping_shipped"] == "false"
+    assert len(meta["mapping_sha256"]) == 64 and str(tmp_path) not in str(meta)
