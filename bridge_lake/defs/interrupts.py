@@ -13,7 +13,9 @@ Dagster's handlers) it raises KeyboardInterrupt out of `execute_in_process`, and
 unfinished is reported canceled. A KeyboardInterrupt that lands in a finalizer (a database
 connection closed by the garbage collector) is swallowed by Python and printed as "Exception
 ignored"; the watcher's unraisable hook keeps it off the terminal and trips the signal again,
-so the interrupt reaches the code that runs next.
+so the interrupt reaches the code that runs next. One that lands in sqlalchemy's pool while it
+closes a connection is logged there with its traceback and raised again: the interrupt goes
+on, and `_InterruptRecords` keeps that log record off the terminal.
 
 `publishing()` brackets the span in which a step makes a drive's tables public and records
 their materializations and check results: SIGINT and SIGTERM are blocked in that thread for
@@ -28,6 +30,7 @@ in the main thread anyway.
 from __future__ import annotations
 
 import _thread
+import logging
 import os
 import signal
 import sys
@@ -41,6 +44,9 @@ import dagster as dg
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 POLL_S = 0.05
 """How often a run not yet executing is looked at after a signal."""
+INTERRUPTS = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
+"""What a SIGINT handler raises: ours and Python's KeyboardInterrupt, Dagster's own while a
+step executes."""
 RETRIP = b"\x00"
 """Written to the watcher's pipe (never a signal number): trip SIGINT again."""
 
@@ -76,6 +82,7 @@ class StopWatcher:
         self._seen = 0
         self._retrips = 0  # SIGINTs tripped again by the watcher, not sent by the user
         self._old_hook = sys.unraisablehook
+        self._handlers: list[logging.Handler | None] = []
 
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
@@ -88,6 +95,10 @@ class StopWatcher:
         self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         self._old_hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
+        self._handlers = [logging.lastResort, *logging.getLogger().handlers]
+        for h in self._handlers:
+            if h is not None:
+                h.addFilter(_INTERRUPT_RECORDS)
         self._thread = threading.Thread(target=self._watch, name="stop-watcher", daemon=True)
         self._thread.start()
         return self
@@ -97,6 +108,9 @@ class StopWatcher:
             return
         signal.set_wakeup_fd(self._old_fd)
         sys.unraisablehook = self._old_hook
+        for h in self._handlers:
+            if h is not None:
+                h.removeFilter(_INTERRUPT_RECORDS)
         for s, handler in self._saved.items():
             signal.signal(s, handler)  # type: ignore[arg-type]
         r, w = self._pipe
@@ -117,11 +131,11 @@ class StopWatcher:
             raise KeyboardInterrupt
 
     def _unraisable(self, info: sys.UnraisableHookArgs) -> None:
-        """Our KeyboardInterrupt raised inside a finalizer, where Python can only ignore
-        it: the watcher trips the signal again (from its thread, so that it is not handled
-        inside this hook) and it interrupts what runs next; anything else goes to the usual
-        hook."""
-        if info.exc_type is not KeyboardInterrupt or not self.stopped or self._pipe is None:
+        """An interrupt raised inside a finalizer, where Python can only ignore it (a
+        signal's handler raised it there, ours or Dagster's): the watcher trips the signal
+        again (from its thread, so that it is not handled inside this hook) and it
+        interrupts what runs next; anything else goes to the usual hook."""
+        if not issubclass(info.exc_type, INTERRUPTS) or self._pipe is None:
             self._old_hook(info)
             return
         os.write(self._pipe[1], RETRIP)
@@ -205,6 +219,20 @@ class StopWatcher:
             self.instance.report_run_canceled(
                 run, message=f"canceled: bridge-lake ingest received {self.stopped}"
             )
+
+
+class _InterruptRecords(logging.Filter):
+    """Drops sqlalchemy's pool log record of an interrupt raised while it closed a
+    connection: the pool raises it again after logging it, so the interrupt is not lost;
+    only its traceback would reach the terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        interrupt = exc is not None and issubclass(exc, INTERRUPTS)
+        return not (interrupt and record.name.startswith("sqlalchemy.pool"))
+
+
+_INTERRUPT_RECORDS = _InterruptRecords()
 
 
 def _interrupted(instance: dg.DagsterInstance, run_id: str) -> bool:

@@ -73,3 +73,39 @@ def test_an_interrupt_inside_a_finalizer_is_not_lost_nor_printed():
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
     assert run.stdout.split() == ["KeyboardInterrupt", "SIGINT", "1"], run.stdout + run.stderr
+
+
+POOL_LOG = """
+import logging, sys
+import dagster as dg
+from bridge_lake.defs.interrupts import StopWatcher
+
+pool = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+
+def closing_failed(exc):  # as sqlalchemy's pool logs a failed close before raising it again
+    try:
+        raise exc
+    except BaseException:
+        pool.error("Exception closing connection <c>", exc_info=True)
+
+with dg.DagsterInstance.ephemeral() as instance:
+    with StopWatcher(instance, print):
+        closing_failed(dg.DagsterExecutionInterruptedError())
+        closing_failed(KeyboardInterrupt())
+        closing_failed(OSError("disk gone"))  # a real failure still shows
+    closing_failed(KeyboardInterrupt())  # outside the watcher: as before
+"""
+
+
+def test_the_pools_log_of_an_interrupt_stays_off_the_terminal():
+    """CI: Dagster's handler raised DagsterExecutionInterruptedError inside sqlalchemy's
+    connection close, which logged it with a traceback (then raised it again, so the run was
+    still canceled). While the watcher watches, such records of an interrupt are dropped;
+    other errors of the pool still print, and nothing changes outside the watcher."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", POOL_LOG], capture_output=True, text=True,
+                         env=env, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("Exception closing connection") == 2, run.stderr
+    assert "OSError: disk gone" in run.stderr and run.stderr.count("KeyboardInterrupt") == 1
+    assert "DagsterExecutionInterruptedError" not in run.stderr
