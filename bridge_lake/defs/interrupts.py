@@ -47,6 +47,7 @@ POLL_S = 0.05
 INTERRUPTS = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
 """What a SIGINT handler raises: ours and Python's KeyboardInterrupt, Dagster's own while a
 step executes."""
+INTERRUPT_NAMES = frozenset(c.__name__ for c in INTERRUPTS)
 RETRIP = b"\x00"
 """Written to the watcher's pipe (never a signal number): trip SIGINT again."""
 
@@ -236,11 +237,20 @@ _INTERRUPT_RECORDS = _InterruptRecords()
 
 
 def _interrupted(instance: dg.DagsterInstance, run_id: str) -> bool:
-    """True when a step of the run failed because it was interrupted (not for a reason of
-    its own: such a run stays FAILURE)."""
+    """True when the run failed because it was interrupted, not for a reason of its own
+    (such a run stays FAILURE): a step failed by the interrupt, or the run itself did,
+    before any step ran (the interrupt came while its resources were set up, ahead of the
+    CANCELING mark, and Dagster calls that an unexpected termination)."""
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
         source = getattr(event.step_failure_data, "error_source", None) if event else None
         if getattr(source, "name", "") == "INTERRUPT":
+            return True
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
+        event = entry.dagster_event
+        data = event.job_failure_data if event else None
+        error = getattr(data, "error", None)
+        reason = getattr(getattr(data, "failure_reason", None), "name", "")
+        if reason == "UNEXPECTED_TERMINATION" and getattr(error, "cls_name", "") in INTERRUPT_NAMES:
             return True
     return False

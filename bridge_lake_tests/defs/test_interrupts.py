@@ -109,3 +109,45 @@ def test_the_pools_log_of_an_interrupt_stays_off_the_terminal():
     assert run.stderr.count("Exception closing connection") == 2, run.stderr
     assert "OSError: disk gone" in run.stderr and run.stderr.count("KeyboardInterrupt") == 1
     assert "DagsterExecutionInterruptedError" not in run.stderr
+
+
+RUN_FAILED_BY_INTERRUPT = """
+import os, signal, time
+import dagster as dg
+from bridge_lake.defs.interrupts import _interrupted
+
+class Interrupted(dg.ConfigurableResource):
+    def setup_for_execution(self, context):  # the user's Ctrl-C while resources are set up
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+
+class Broken(dg.ConfigurableResource):
+    def setup_for_execution(self, context):
+        raise RuntimeError("no database")
+
+@dg.op
+def step(r: dg.ConfigurableResource) -> None:
+    pass
+
+def run(resource):
+    @dg.job(resource_defs={"r": resource})
+    def job():
+        step()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        return result.success, _interrupted(instance, result.run_id)
+
+print(*run(Interrupted()), *run(Broken()))
+"""
+
+
+def test_a_run_failed_by_the_interrupt_before_any_step_counts_as_interrupted():
+    """Clean clone: SIGINT while a run's resources were set up failed the run itself
+    (Dagster: "interrupted unexpectedly", no CANCELING mark yet), no step; the ingest then
+    reported the drive FAILED instead of canceled. Such a run is interrupted; a run whose
+    resource failed for its own reason is not."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", RUN_FAILED_BY_INTERRUPT], capture_output=True,
+                         text=True, env=env, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "True", "False", "False"], run.stdout + run.stderr
