@@ -172,12 +172,16 @@ def test_lost_cursor_costs_an_interval_never_a_duplicate(instance, landing):
     assert [r.partition_key for r in _settled(instance, landing, "not json").run_requests] == ["d2"]
 
 
-def _night(instance, landing, day):
-    return dg.build_schedule_context(
+def _night(schedule, instance, landing, day):
+    """The gap schedule's tick at 03:00 on 2026-12-<day>. The context is closed after the tick:
+    left open, the instance it opened resets Dagster's context state whenever the garbage
+    collector takes it, even in a later test (a clean-clone CI failure)."""
+    with dg.build_schedule_context(
         instance=instance,
         scheduled_execution_time=dt.datetime(2026, 12, day, 3, 0, tzinfo=dt.UTC),
         resources={"landing": LandingZoneResource(root=str(landing))},
-    )
+    ) as ctx:
+        return schedule(ctx)
 
 
 def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path):
@@ -196,8 +200,7 @@ def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path
             },
         )
         assert result.success
-        ctx = _night(instance, landing, 3)
-        requests = schedule(ctx)
+        requests = _night(schedule, instance, landing, 3)
         assert [r.partition_key for r in requests] == ["d2", "d3"]
         assert requests[0].run_key == "gaps-20261203-d2"
         assert requests[0].tags["bridge_lake/missing_assets"] == "raw_manifest"
@@ -207,7 +210,7 @@ def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path
             instance.report_runless_asset_event(
                 dg.AssetMaterialization(asset_key=raw_manifest.key, partition=key)
             )
-        skipped = schedule(ctx)
+        skipped = _night(schedule, instance, landing, 3)
         assert isinstance(skipped, dg.SkipReason) and "every drive" in skipped.skip_message
 
 
@@ -235,11 +238,11 @@ def test_gap_schedule_remembers_drives_whose_files_failed_a_blocking_check(landi
             )
             assert not result.success
         for night in (3, 4):  # not night after night
-            requests = schedule(_night(instance, landing, night))
+            requests = _night(schedule, instance, landing, night)
             assert [r.partition_key for r in requests] == ["flaky", "new"]
             assert all(r.tags[REASON_TAG] == "gaps" for r in requests)
         (landing / "bad" / "drive.yaml").write_text("vehicle: test-car\nsource: adtf\n")
-        requests = schedule(_night(instance, landing, 5))  # its files changed: asked again
+        requests = _night(schedule, instance, landing, 5)  # its files changed: asked again
         assert [r.partition_key for r in requests] == ["bad", "flaky", "new"]
         assert requests[0].tags[FINGERPRINT_TAG] != fingerprints["bad"]
         for drive in ("flaky", "new"):
@@ -248,6 +251,6 @@ def test_gap_schedule_remembers_drives_whose_files_failed_a_blocking_check(landi
                     dg.AssetMaterialization(asset_key=key, partition=drive)
                 )
         (landing / "bad" / "drive.yaml").unlink()  # the files it failed with, again
-        skipped = schedule(_night(instance, landing, 6))
+        skipped = _night(schedule, instance, landing, 6)
         assert isinstance(skipped, dg.SkipReason)
         assert "1 drives with missing assets skipped" in skipped.skip_message
