@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -48,6 +49,21 @@ def check_result(asset: str, finding: Finding) -> dg.AssetCheckResult:
             for k, v in finding.metadata.items()
         },
     )
+
+
+def checked(
+    asset: str,
+    checks: Mapping[str, tuple[str, bool]],
+    name: str,
+    passed: bool,
+    description: str | None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dg.AssetCheckResult:
+    """The result of check `name` of an asset whose checks are listed in `checks` (name →
+    (description, blocking), the table its specs come from): a blocking check fails as ERROR,
+    the others as WARN, so a result never disagrees with its spec."""
+    finding = Finding(asset, name, passed, checks[name][1], dict(metadata or {}), description or "")
+    return check_result(asset, finding)
 
 
 def column_schema(spec: TableSpec) -> dg.TableSchema:

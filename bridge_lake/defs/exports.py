@@ -9,7 +9,7 @@ import dagster as dg
 
 from bridge_lake.defs.calibrated import ASSET_TABLES
 from bridge_lake.defs.calibrated import asset_name as calibrated_asset
-from bridge_lake.defs.checks import check_specs
+from bridge_lake.defs.checks import check_specs, checked
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.defs.steps import HEAVY
@@ -134,30 +134,33 @@ def exports(
             ),
         },
     )
-    yield dg.AssetCheckResult(
-        check_name="health",
-        passed=not problems,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description="; ".join(problems[:5])
+    yield checked(
+        ASSET,
+        CHECKS,
+        "health",
+        not problems,
+        "; ".join(problems[:5])
         or f"{sum(e.health.messages for e in made)} messages in {len(made)} file(s) decode "
         "and match the lake",
-        metadata={"problems": dg.MetadataValue.json(problems[:50]), "files": len(made)},
+        {"problems": problems[:50], "files": len(made)},
     )
     transforms = has_transforms(facts)
     if not transforms:
         context.log.warning(f"drive {drive}: {NO_TRANSFORMS}; messages stay in sensor frames")
-    yield dg.AssetCheckResult(
-        check_name="transforms",
-        passed=transforms,
-        severity=dg.AssetCheckSeverity.WARN,
-        description="/tf_static from the drive's rig"
+    yield checked(
+        ASSET,
+        CHECKS,
+        "transforms",
+        transforms,
+        "/tf_static from the drive's rig"
         if transforms
         else f"{NO_TRANSFORMS}: no /tf_static and no /tf, every message in its sensor frame",
     )
-    yield dg.AssetCheckResult(
-        check_name="rates",
-        passed=not rate_problems,
-        severity=dg.AssetCheckSeverity.WARN,
-        description="; ".join(rate_problems[:5]) or "every topic at its nominal rate",
-        metadata={"problems": dg.MetadataValue.json(rate_problems[:50])},
+    yield checked(
+        ASSET,
+        CHECKS,
+        "rates",
+        not rate_problems,
+        "; ".join(rate_problems[:5]) or "every topic at its nominal rate",
+        {"problems": rate_problems[:50]},
     )

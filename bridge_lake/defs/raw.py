@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from bridge_lake.defs.checks import check_spec, column_schema
+from bridge_lake.defs.checks import check_specs, checked, column_schema
 from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
@@ -15,6 +15,22 @@ from bridge_lake.lake.schemas import RAW_DRIVES, RAW_EXPORT_MAPPING, RAW_MANIFES
 from bridge_lake.manifest import build_manifest
 
 ASSET = "raw_manifest"
+CHECKS = {
+    "drive_yaml_valid": ("drive.yaml exists and is valid", True),
+    "has_recording": ("at least one intact ADTF or NCLT recording", True),
+    "no_unreadable_file": (
+        "every file could be read from the landing zone (I/O; damaged recordings are "
+        "formats_valid's)",
+        True,
+    ),
+    "formats_valid": (
+        "every recording is intact: a damaged, truncated or empty one (or an unknown IFHD "
+        "version) is named with its reason and quarantined as a file; the rest of the "
+        "drive lands",
+        False,
+    ),
+}
+"""name → (description, blocking) of the asset's checks."""
 
 
 @dg.asset(
@@ -28,27 +44,7 @@ ASSET = "raw_manifest"
         "Every file of the drive with relative path, size, sha256 and detected format "
         "(raw/manifest), and the drive's drive.yaml collection metadata (raw/drives)."
     ),
-    check_specs=[
-        check_spec("drive_yaml_valid", ASSET, "drive.yaml exists and is valid", blocking=True),
-        check_spec(
-            "has_recording", ASSET, "at least one intact ADTF or NCLT recording", blocking=True
-        ),
-        check_spec(
-            "no_unreadable_file",
-            ASSET,
-            "every file could be read from the landing zone (I/O; damaged recordings are "
-            "formats_valid's)",
-            blocking=True,
-        ),
-        check_spec(
-            "formats_valid",
-            ASSET,
-            "every recording is intact: a damaged, truncated or empty one (or an unknown IFHD "
-            "version) is named with its reason and quarantined as a file; the rest of the "
-            "drive lands",
-            blocking=False,
-        ),
-    ],
+    check_specs=check_specs(ASSET, CHECKS),
 )
 def raw_manifest(
     context: dg.AssetExecutionContext, lake: LakeResource, landing: LandingZoneResource
@@ -81,45 +77,52 @@ def raw_manifest(
             "source": meta.source if meta else "",
         }
     )
-    yield dg.AssetCheckResult(
-        check_name="drive_yaml_valid",
-        passed=manifest.meta is not None,
-        description=drive_yaml_reason(landing.root, drive, manifest.meta_problem),
-        metadata={"problem": manifest.meta_problem or ""},
+    yield checked(
+        ASSET,
+        CHECKS,
+        "drive_yaml_valid",
+        manifest.meta is not None,
+        drive_yaml_reason(landing.root, drive, manifest.meta_problem),
+        {"problem": manifest.meta_problem or ""},
     )
     damaged = manifest.damaged
-    yield dg.AssetCheckResult(
-        check_name="has_recording",
-        passed=bool(manifest.recordings),
-        metadata={"recordings": len(manifest.recordings), "files": len(manifest.entries)},
-        description=f"{len(manifest.recordings)} intact recordings"
+    yield checked(
+        ASSET,
+        CHECKS,
+        "has_recording",
+        bool(manifest.recordings),
+        f"{len(manifest.recordings)} intact recordings"
         if manifest.recordings
         else "no intact recording" + (f": {_listed(damaged)}" if damaged else ""),
+        {"recordings": len(manifest.recordings), "files": len(manifest.entries)},
     )
     unreadable = manifest.unreadable
-    yield dg.AssetCheckResult(
-        check_name="no_unreadable_file",
-        passed=not unreadable,
-        metadata={
-            "unreadable": len(unreadable),
-            "files": dg.MetadataValue.json({e.file.path: e.error for e in unreadable[:20]}),
-        },
-        description=f"{len(unreadable)} files could not be read: "
+    yield checked(
+        ASSET,
+        CHECKS,
+        "no_unreadable_file",
+        not unreadable,
+        f"{len(unreadable)} files could not be read: "
         + "; ".join(f"{e.file.path}: {e.error}" for e in unreadable[:5])
         if unreadable
         else f"all {len(manifest.entries)} files read",
-    )
-    yield dg.AssetCheckResult(
-        check_name="formats_valid",
-        passed=not damaged,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "invalid": len(damaged),
-            "files": dg.MetadataValue.json({e.file.path: e.detected.problem for e in damaged[:20]}),
+        {
+            "unreadable": len(unreadable),
+            "files": {e.file.path: e.error for e in unreadable[:20]},
         },
-        description=f"{len(damaged)} damaged files, quarantined as files: {_listed(damaged)}"
+    )
+    yield checked(
+        ASSET,
+        CHECKS,
+        "formats_valid",
+        not damaged,
+        f"{len(damaged)} damaged files, quarantined as files: {_listed(damaged)}"
         if damaged
         else "every recording is intact",
+        {
+            "invalid": len(damaged),
+            "files": {e.file.path: e.detected.problem for e in damaged[:20]},
+        },
     )
 
 

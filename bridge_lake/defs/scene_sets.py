@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from bridge_lake.defs.checks import check_spec, column_schema
+from bridge_lake.defs.checks import check_specs, checked, column_schema
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.defs.steps import HEAVY
@@ -28,6 +28,14 @@ from bridge_lake.scenes.sets import (
 
 ASSET = "scene_sets"
 UPSTREAM = ("scene_catalog", "exports")
+CHECKS = {
+    "replay": (
+        "every file passes replay-check: decodes, topics and counts as its manifest says, "
+        "timing and content as the source with exactly the listed faults",
+        True,
+    )
+}
+"""name → (description, blocking) of the asset's checks."""
 
 
 class FaultVariantConfig(dg.Config):
@@ -95,15 +103,7 @@ def _upstream_versions(context: dg.AssetExecutionContext, drive: str) -> dict[st
     description="Every scene of scenes/catalog as a trimmed MCAP (with /tf_static and the "
     "last /tf) plus fault-injected variants, each with a JSON manifest, under "
     "<lake>/exports/drive=<id>/scenes/; manifests in scenes/sets.",
-    check_specs=[
-        check_spec(
-            "replay",
-            ASSET,
-            "every file passes replay-check: decodes, topics and counts as its manifest says, "
-            "timing and content as the source with exactly the listed faults",
-            blocking=True,
-        )
-    ],
+    check_specs=check_specs(ASSET, CHECKS),
     op_tags=HEAVY,
     pool="exports",
 )
@@ -120,12 +120,12 @@ def scene_sets(
     folder.mkdir(parents=True, exist_ok=True)
     mapping = drive_mapping(store, drive, folder)
     problems: list[str] = []
-    checked: list[str] = []
+    replayed: list[str] = []
 
     def check(f: SceneFile) -> None:  # while the file is local (object stores: before upload)
         if config.replay_check:
             report = replay_check(f.path, decode=config.replay_decode)
-            checked.append(f.path.name)
+            replayed.append(f.path.name)
             problems.extend(
                 f"{f.path.name}: {c.level} {c.name}: {c.detail}" for c in report.checks if not c.ok
             )
@@ -164,17 +164,18 @@ def scene_sets(
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         output = dg.Output(None, metadata=metadata, data_version=dg.DataVersion(version))
     yield output
-    yield dg.AssetCheckResult(
-        check_name="replay",
-        passed=not problems,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description="; ".join(problems[:5])
+    yield checked(
+        ASSET,
+        CHECKS,
+        "replay",
+        not problems,
+        "; ".join(problems[:5])
         or (
-            f"{len(checked)} files pass replay-check"
-            if checked
+            f"{len(replayed)} files pass replay-check"
+            if replayed
             else "no scenes in the catalog"
             if not made.files
             else "not run (replay_check off)"
         ),
-        metadata={"problems": dg.MetadataValue.json(problems[:50]), "files": len(checked)},
+        {"problems": problems[:50], "files": len(replayed)},
     )
