@@ -387,12 +387,7 @@ class Bag1Scanner(RecordScanner):
             content = ChunkContent()
             walk_chunk(prefix, content)
             whole, content = self._defined(pos, n, content, prefix[: content.whole])
-            kept = content.messages
-            self._count(content.index, kept=True)
-            if kept:
-                self.report.partial_chunk_messages = kept
-                if self.sink:
-                    self.sink.records(bytes(whole), content, compression)
+            kept = self._keep_partial(whole, content, compression)
         self._damage(
             CUT,
             pos,

@@ -233,6 +233,20 @@ class RecordScanner(ABC):
             else:
                 t.dropped += len(entries)
 
+    def _keep_partial(
+        self, whole: bytes | memoryview, content: ChunkMessages, compression: str
+    ) -> int:
+        """The whole records (`whole`, walked into `content`) of the chunk cut by the end of
+        the file: its messages counted as kept and the records given to the sink; how many
+        messages that is."""
+        kept = content.messages
+        if kept:
+            self._count(content.index, kept=True)
+            self.report.partial_chunk_messages = kept
+            if self.sink:
+                self.sink.records(bytes(whole), content, compression)
+        return kept
+
     def _drop(
         self, pos: int, n: int, why: str, kind: str = CORRUPT, content: ChunkMessages | None = None
     ) -> None:

@@ -557,11 +557,5 @@ class McapScanner(RecordScanner):
             walk_records(prefix, found)
             whole = prefix[: found.whole]
             rebuilt, content = self._defined(pos, n, found, lambda: whole)
-            data = whole if content is found else rebuilt
-            kept = content.messages
-            if kept:
-                self._count(content.index, kept=True)
-                self.report.partial_chunk_messages = kept
-                if self.sink:
-                    self.sink.records(bytes(data), content, compression)
+            kept = self._keep_partial(whole if content is found else rebuilt, content, compression)
         self._damage(CUT, pos, f"{text}; {kept} whole messages of it kept", n)
