@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
-from bridge_lake.cli_common import add_json, add_lake, add_report, lake_from_args
+from bridge_lake.cli_common import add_json, add_lake, add_recording, add_report, lake_from_args
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
-    p.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
+    add_recording(p)
     add_json(p)
     p.add_argument(
         "--mapping",

@@ -27,6 +27,11 @@ def add_json(p: argparse.ArgumentParser, help: str = JSON_HELP) -> None:
     p.add_argument("--json", action="store_true", help=help)
 
 
+def add_recording(p: argparse.ArgumentParser) -> None:
+    """`file`: the ADTF recording a command reads (`info`, `mapping suggest`, `mapping check`)."""
+    p.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
+
+
 def add_report(p: argparse.ArgumentParser) -> None:
     """`--json` and `--html FILE`: a check's report as JSON instead of its table, and also
     as an HTML page with a timeline."""

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from bridge_lake.cli_common import add_json, add_out, write_out
+from bridge_lake.cli_common import add_json, add_out, add_recording, write_out
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -91,7 +91,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "lidar_scans) are live, the others commented out with the generic table their "
         "streams land in without a rule.",
     )
-    s.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
+    add_recording(s)
     add_out(s, "the mapping YAML")
     s.set_defaults(func=_cmd_suggest)
 
@@ -103,7 +103,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "when a rule matches a stream it cannot decode (the stream then lands in its generic "
         "table).",
     )
-    c.add_argument("file", type=Path, help="an ADTF 2/3 .dat recording")
+    add_recording(c)
     c.add_argument(
         "--mapping",
         type=Path,
