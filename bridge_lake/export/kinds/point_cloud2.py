@@ -135,13 +135,9 @@ def ros(c: PointCloudColumns, ros: int, seq_start: int) -> Serialized:
         if f.name in ("x", "y", "z") and f.dtype.kind == "f" and f.count == 1
     ]  # fmt: skip
     if n and total * step >= n * DIRECT_MIN_CLOUD_BYTES:
-        return _clouds_in_place(fields, c.values, checked, offsets, head)
+        return _clouds_in_place(fields, c.values, _dense(checked, offsets), offsets, head)
     points = pack(fields, c.values, total)
-    has_nan = np.zeros(total, bool)
-    for column in checked:
-        has_nan |= np.isnan(column)
-    is_dense = np.ones(n, bool)
-    is_dense[np.searchsorted(offsets, np.flatnonzero(has_nan), side="right") - 1] = False
+    is_dense = _dense(checked, offsets)
     return join(
         [
             fixed_part(head),
@@ -151,17 +147,30 @@ def ros(c: PointCloudColumns, ros: int, seq_start: int) -> Serialized:
     )
 
 
+def _dense(checked: list[np.ndarray], offsets: np.ndarray) -> np.ndarray:
+    """is_dense of each cloud: no NaN in any of the `checked` columns among its points. The
+    minimum of a run is NaN exactly when the run holds a NaN, so one `minimum.reduceat` a column
+    over the non-empty clouds' starts replaces a boolean mask of every point."""
+    dense = np.ones(offsets.size - 1, bool)
+    full = offsets[1:] > offsets[:-1]
+    if checked and full.any():
+        starts = offsets[:-1][full]
+        for column in checked:
+            dense[full] &= ~np.isnan(np.minimum.reduceat(column, starts))
+    return dense
+
+
 def _clouds_in_place(
     layout: PointLayout,
     values: list[np.ndarray],
-    checked: list[np.ndarray],
+    is_dense: np.ndarray,
     offsets: np.ndarray,
     head: np.ndarray,
 ) -> Serialized:
     """Large clouds written straight into the output, one cloud at a time: each cloud's
-    points are stored into their place in the message buffer and its NaN test runs on the
-    same slices while they are in cache. Packing all points first and joining the parts
-    after touches every byte twice, more than the per-cloud loop costs for clouds this big."""
+    points are stored into their place in the message buffer. Packing all points first and
+    joining the parts after touches every byte twice, more than the per-cloud loop costs for
+    clouds this big."""
     n, head_size = head.shape
     step = layout.point_step
     sizes = head_size + np.diff(offsets) * step + 1  # + is_dense
@@ -169,14 +178,15 @@ def _clouds_in_place(
     np.cumsum(sizes, out=bounds[1:])
     out = np.empty(int(bounds[-1]), np.uint8)
     out[bounds[:-1, None] + np.arange(head_size)] = head
+    out[bounds[1:] - 1] = is_dense
+    dtype = layout.dtype
     covered = sum(f.size for f in layout.fields) == step
     for i, (a, b) in enumerate(itertools.pairwise(offsets.tolist())):
         start = int(bounds[i]) + head_size
         region = out[start : start + (b - a) * step]
         if not covered:
             region[:] = 0
-        fill(region.view(layout.dtype), layout, values, a)
-        out[bounds[i + 1] - 1] = not any(np.isnan(c[a:b]).any() for c in checked)
+        fill(region.view(dtype), layout, values, a)
     return Serialized(out, bounds)
 
 
