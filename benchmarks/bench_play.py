@@ -16,7 +16,9 @@
    the scheduler lets it run. Per player: send error p50/p99/max (handed to the server minus scheduled),
    CPU % of one core and RSS jitter of the player process, receive jitter at the client
    (|arrival offset minus log time offset| around its median) p50/p99/max.
-3. `--max-speed` on a lidar-heavy NCLT drive (full-density velodyne) to one local client:
+3. The machine's floor (`floor`): how late a nanosleep wakes and how long a busy loop is
+   kept from running, measured before the players on the same machine.
+4. `--max-speed` on a lidar-heavy NCLT drive (full-density velodyne) to one local client:
    payload MB/s at the client; on two drive lengths, the player's RSS max (memory flat in
    the file's length).
 """
@@ -162,6 +164,51 @@ async def naive(path: Path, report_path: Path) -> None:
     report.write(report_path)
 
 
+# --- what the machine allows (its own process) ----------------------------------------------
+
+
+def floor(seconds: float) -> None:
+    """The machine's timing floor for any Python player, printed as JSON: how late an 800 µs
+    nanosleep wakes (1 µs timer slack, as the player's) and the longest a busy loop is kept
+    from running. A player's send error cannot be steadier than the wake it spins after
+    (clock.SPIN_NS covers the wake's lateness) nor than the machine lets it run."""
+    import ctypes
+    import gc
+
+    ctypes.CDLL(None).prctl(29, 1000, 0, 0, 0)
+    gc.disable()
+    late = []
+    end = time.perf_counter_ns() + int(seconds / 2 * 1e9)
+    while time.perf_counter_ns() < end:
+        due = time.perf_counter_ns() + 800_000
+        time.sleep(0.0008)
+        late.append(time.perf_counter_ns() - due)
+    # SCHED_FIFO spinning for seconds would meet the kernel's RT throttle (50 ms a second)
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    gaps, prev = [], time.perf_counter_ns()
+    end = prev + int(seconds / 2 * 1e9)
+    while prev < end:
+        now = time.perf_counter_ns()
+        if now - prev > 20_000:
+            gaps.append(now - prev)
+        prev = now
+    a = np.array(late) / 1e3
+    print(json.dumps({
+        "wakes": len(a), "wake_late_p50_us": float(np.percentile(a, 50)),
+        "wake_late_p99_us": float(np.percentile(a, 99)), "wake_late_max_us": float(a.max()),
+        "wakes_over_60us": int((a > 60).sum()),
+        "spin_gaps_over_50us": sum(g > 50_000 for g in gaps),
+        "spin_gap_max_us": max(gaps, default=0) / 1e3,
+    }))  # fmt: skip
+
+
+def machine_floor(seconds: float, rt: list[str]) -> dict:
+    """`floor` in its own process (under `rt` when the player's runs have it)."""
+    cmd = [*rt, sys.executable, __file__, "--floor", str(seconds)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
+    return json.loads(out.stdout)
+
+
 # --- running a player and a client -----------------------------------------------------------
 
 
@@ -209,7 +256,11 @@ def main() -> None:
     p.add_argument("--demo-rates", action="store_true",
                    help="play the demo's ADTF drive (15 Hz camera, 1,000 CAN frames/s) instead "
                    "of one at the issue's rates")  # fmt: skip
+    p.add_argument("--floor", type=float, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.floor:
+        floor(args.floor)
+        return
     if args.client:
         asyncio.run(client(args.client, args.out))
         return
@@ -247,6 +298,20 @@ def main() -> None:
             ]
         else:
             print("SCHED_FIFO not permitted here (chrt -f failed): no --realtime rows", flush=True)
+        rt_ok = len(runs) > 2
+        fl = machine_floor(2.0 if args.smoke else 20.0, rt if rt_ok else [])
+        print(
+            f"machine floor{' (SCHED_FIFO)' if rt_ok else ''}: an 800 us nanosleep wakes "
+            f"p50/p99/max {fl['wake_late_p50_us']:.1f}/{fl['wake_late_p99_us']:.1f}/"
+            f"{fl['wake_late_max_us']:.0f} us late ({fl['wakes_over_60us']} of {fl['wakes']} "
+            f"over 60 us); a busy loop was kept from running over 50 us "
+            f"{fl['spin_gaps_over_50us']} times, longest {fl['spin_gap_max_us']:.0f} us",
+            flush=True,
+        )
+        figure("machine floor: nanosleep wake lateness p99", fl["wake_late_p99_us"], None, "µs",
+               more_is_better=False)  # fmt: skip
+        figure("machine floor: longest stall of a busy loop", fl["spin_gap_max_us"], None, "µs",
+               more_is_better=False)  # fmt: skip
         for tag, cmd, rt_client in runs:
             rep, recv = run_pair(cmd, tmp, tag, 1.0, rt_client)
             rows[tag] = (rep, recv)

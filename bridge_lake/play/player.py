@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.ros.readers import Recording, RosMessage
 from bridge_lake.play.clock import (
-    TOGETHER_NS,
     PlaybackClock,
     Waker,
     approach,
     arrive,
+    next_group,
     normal_priority,
     precise_sleeps,
     realtime_priority,
@@ -40,12 +40,14 @@ from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, Pla
 TIME_EVERY_NS = 50_000_000
 """The playback clock goes to clients at most every 50 ms of wall time."""
 RSS_EVERY_NS = 100_000_000
-YIELD_NS = 400_000
-"""After a group, the loop runs its pending callbacks when the next one is this far off..."""
+SOON_NS = 400_000
+"""A group due within this of the previous hand-over is handed over without anything in
+between (`Player._settle` waits for a larger gap)..."""
 READER_PRIORITY = 5
 """--realtime: the read-ahead thread's SCHED_FIFO priority, below the pacer's (10)."""
 LOOP_EVERY_NS = 10_000_000
-"""...and a socket holds unsent bytes or the loop has not run for 10 ms (client requests)."""
+"""...where the loop runs its pending callbacks when a socket holds unsent bytes or the loop
+has not run for 10 ms (client requests)."""
 WAIT_AFTER_SUBSCRIBE_S = 1.0
 SWITCH_INTERVAL_S = 0.0002
 """While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms) when
@@ -305,58 +307,83 @@ class Player:
             normal_priority()
 
     async def _send_batch(self, batch: list[Ready]) -> bool:
-        """Send a batch on schedule; True when a control request cut it short."""
+        """Send a batch on schedule; True when a control request cut it short.
+
+        A group due within SOON_NS of the previous hand-over goes straight to `arrive`: the
+        counting, the clients' backlog, the clock broadcast and the loop's turn (`_settle`)
+        wait for the first gap of more than SOON_NS, so they never make a group late."""
         server, clock = self.server, self.clock
         assert server is not None and self._reader is not None
         i, n = 0, len(batch)
         max_speed = self.o.max_speed
-        while i < n:
-            if self.interrupted.is_set() or clock.paused:
-                if await self._wait_controls():
-                    return True
-                continue
-            deadline = clock.deadline(batch[i].log_time)
-            if not max_speed and not await approach(
-                deadline,
-                self.interrupted,
-                open_gate=self.gate.set,
-                close_gate=self.gate.clear,
-                idle=self._idle,
-            ):
-                continue
-            # the group due within TOGETHER_NS of the first is handed over together
-            j = i + 1
-            while j < n and clock.deadline(batch[j].log_time) - deadline <= TOGETHER_NS:
-                j += 1
-            group = batch[i:j]
-            writes = server.gather(group)  # no await from here to the hand-over
-            if not max_speed:
-                arrive(deadline, self.gate if self._reader.wants() else None)
-            handed = time.perf_counter_ns()
-            server.hand_over(group, writes)
-            self._count(group, handed)
-            if server.backlogged():  # a client's socket holds WRITE_LIMIT: wait for it
-                await server.drain()
-            if (
-                not max_speed
-                and (server.pending_writes() or handed - self._last_yield > LOOP_EVERY_NS)
-                and (
-                    j >= n or clock.deadline(batch[j].log_time) - time.perf_counter_ns() > YIELD_NS
-                )
-            ):
-                self._last_yield = handed
-                await asyncio.sleep(0)  # the loop writes what sockets left, reads requests
-            if handed - self._last_time_sent >= TIME_EVERY_NS:
-                self._last_time_sent = handed
-                await server.broadcast_time(batch[j - 1].log_time)
-            if max_speed and handed - self._last_rss >= RSS_EVERY_NS:
-                self._idle()
-            i = j
+        deadlines = [clock.deadline(r.log_time) for r in batch]
+        handed_groups: list[tuple[list[Ready], int]] = []
+        try:
+            while i < n:
+                if self.interrupted.is_set() or clock.paused:
+                    await self._settle(handed_groups)
+                    if await self._wait_controls():
+                        return True
+                    deadlines = [clock.deadline(r.log_time) for r in batch]  # re-anchored
+                    continue
+                deadline = deadlines[i]
+                if max_speed or deadline - time.perf_counter_ns() > SOON_NS:
+                    await self._settle(handed_groups)
+                    if not max_speed and not await approach(
+                        deadline,
+                        self.interrupted,
+                        open_gate=self.gate.set,
+                        close_gate=self.gate.clear,
+                        idle=self._idle,
+                    ):
+                        continue
+                else:
+                    self.gate.clear()
+                j, at = next_group(deadlines, i)
+                group = batch[i:j]
+                writes = server.gather(group)  # no await from here to the hand-over
+                if not max_speed:
+                    arrive(at, self.gate if self._reader.wants() else None)
+                handed = time.perf_counter_ns()
+                server.hand_over(group, writes)
+                handed_groups.append((group, handed))
+                i = j
+        finally:
+            self._count_handed(handed_groups)  # also when cut short (Ctrl-C)
         return False
 
-    def _count(self, group: list[Ready], handed: int) -> None:
+    async def _settle(self, handed_groups: list[tuple[list[Ready], int]]) -> None:
+        """What a hand-over leaves to do, in a gap: count the groups handed over, wait for a
+        client whose socket holds WRITE_LIMIT, give the loop a turn (it writes what sockets
+        left and reads requests), broadcast the clock, sample memory at max speed."""
+        server = self.server
+        assert server is not None
+        if not handed_groups:
+            return
+        last = handed_groups[-1][0][-1].log_time
+        self._count_handed(handed_groups)
+        if server.backlogged():
+            await server.drain()
+        now = time.perf_counter_ns()
+        if not self.o.max_speed and (
+            server.pending_writes() or now - self._last_yield > LOOP_EVERY_NS
+        ):
+            self._last_yield = now
+            await asyncio.sleep(0)
+        if now - self._last_time_sent >= TIME_EVERY_NS:
+            self._last_time_sent = now
+            await server.broadcast_time(last)
+        if self.o.max_speed and now - self._last_rss >= RSS_EVERY_NS:
+            self._idle()
+
+    def _count_handed(self, handed_groups: list[tuple[list[Ready], int]]) -> None:
         """Per topic: messages, bytes and (at a rate) send errors, handed minus due."""
         timed = not self.o.max_speed
+        for group, handed in handed_groups:
+            self._count(group, handed, timed)
+        handed_groups.clear()
+
+    def _count(self, group: list[Ready], handed: int, timed: bool) -> None:
         for r in group:
             t = self._stats.get(r.channel)
             if t is None:
