@@ -20,7 +20,7 @@ import os
 import struct
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol, TypeVar
@@ -132,6 +132,41 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool 
             break  # a chunk holds schemas, channels, messages only: the rest is not trusted
         p = stop
     content.walked(p)
+
+
+def chunk_records(
+    compression: str, data: bytes | memoryview, size: int, crc: int
+) -> Iterator[tuple[int, memoryview]]:
+    """A whole chunk's inner records as (opcode, body), one at a time: the content is
+    decompressed (never past the stated `size`) and CRC-checked first, then walked lazily,
+    so that a reader can stop between two messages (the player's read-ahead gate) instead of
+    parsing a whole chunk under the GIL. A record running past the content raises."""
+    content = memoryview(comp.decompress(compression, data, size))
+    if crc and zlib.crc32(content) != crc:
+        raise RosFormatError(f"chunk CRC mismatch: {zlib.crc32(content):#010x}, header {crc:#010x}")
+    n, p = len(content), 0
+    unpack_head = _OP_LEN.unpack_from
+    while p < n:
+        if p + 9 > n:
+            raise RosFormatError(f"a record in a chunk is cut at content byte {p}")
+        op, length = unpack_head(content, p)
+        stop = p + 9 + length
+        if stop > n:
+            raise RosFormatError(f"a record in a chunk runs past its content at byte {p}")
+        yield op, content[p + 9 : stop]
+        p = stop
+
+
+_MESSAGE = struct.Struct("<HIQQ")
+"""A Message record's fixed fields: channel id, sequence, log time, publish time."""
+
+
+def message_fields(body: memoryview) -> tuple[int, int, int, int, bytes]:
+    """A Message record's (channel id, sequence, log time, publish time, data)."""
+    if len(body) < _MESSAGE.size:
+        raise RosFormatError(f"a message record of {len(body)} bytes (at least 22)")
+    cid, seq, log_time, publish_time = _MESSAGE.unpack_from(body)
+    return cid, seq, log_time, publish_time, bytes(body[_MESSAGE.size :])
 
 
 R = TypeVar("R", Header, Schema, Channel, Attachment, Metadata)

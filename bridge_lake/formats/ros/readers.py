@@ -201,8 +201,15 @@ class McapRecording(Recording):
             raise RecordingError(f"{self.path}: damaged MCAP summary: {_what(exc)}") from exc
 
     def _stream(self, offset: int, start_ns: int | None, *, collect: bool) -> Iterator[RosMessage]:
+        from mcap.opcode import Opcode
         from mcap.records import Channel, Chunk, Footer, Message, Schema
-        from mcap.stream_reader import StreamReader, breakup_chunk
+        from mcap.stream_reader import StreamReader
+
+        from bridge_lake.formats.ros.mcap_scan import (
+            chunk_records,
+            message_fields,
+            parse_record,
+        )
 
         schemas: dict[int, Any] = {}
         at = offset
@@ -215,25 +222,36 @@ class McapRecording(Recording):
                     record = next(records, None)
                     if record is None or isinstance(record, Footer):
                         return
-                    inner = (
-                        breakup_chunk(record, validate_crc=True)
-                        if isinstance(record, Chunk)
-                        else [record]
-                    )
-                    for r in inner:
-                        if isinstance(r, Message):
-                            ch = self.channels.get(r.channel_id)
-                            if ch is None:
-                                raise RecordingError(
-                                    f"{self.path}: offset {at}: a message on channel "
-                                    f"{r.channel_id}, which no channel record defines"
-                                )
-                            if start_ns is None or r.log_time >= start_ns:
-                                yield RosMessage(ch, r.log_time, r.data, r.publish_time, r.sequence)
-                        elif isinstance(r, Schema):
-                            schemas[r.id] = r
-                        elif isinstance(r, Channel) and collect and r.id not in self.channels:
-                            self.channels[r.id] = _mcap_channel(r, schemas.get(r.schema_id))
+                    if isinstance(record, Chunk):
+                        inner = chunk_records(
+                            record.compression,
+                            record.data,
+                            record.uncompressed_size,
+                            record.uncompressed_crc,
+                        )
+                        for op, body in inner:  # one message at a time (see chunk_records)
+                            if op == Opcode.MESSAGE:
+                                cid, seq, log_time, publish, data = message_fields(body)
+                                ch = self._channel_of(cid, at)
+                                if start_ns is None or log_time >= start_ns:
+                                    yield RosMessage(ch, log_time, data, publish, seq)
+                            elif op in (Opcode.SCHEMA, Opcode.CHANNEL):
+                                r = parse_record(Schema if op == Opcode.SCHEMA else Channel, body)
+                                if r is None:
+                                    raise RecordingError(
+                                        f"{self.path}: offset {at}: damaged MCAP record in a "
+                                        "chunk: a schema or channel that does not parse"
+                                    )
+                                self._defined(r, schemas, collect)
+                    elif isinstance(record, Message):
+                        ch = self._channel_of(record.channel_id, at)
+                        if start_ns is None or record.log_time >= start_ns:
+                            yield RosMessage(
+                                ch, record.log_time, record.data, record.publish_time,
+                                record.sequence,
+                            )  # fmt: skip
+                    elif isinstance(record, (Schema, Channel)):
+                        self._defined(record, schemas, collect)
         except RecordingError:
             raise
         except OSError as exc:
@@ -250,6 +268,24 @@ class McapRecording(Recording):
             raise RecordingError(
                 f"{self.path}: offset {at}: damaged MCAP record: {_what(exc)}"
             ) from exc
+
+    def _channel_of(self, channel_id: int, at: int) -> RosChannel:
+        ch = self.channels.get(channel_id)
+        if ch is None:
+            raise RecordingError(
+                f"{self.path}: offset {at}: a message on channel {channel_id}, which no "
+                "channel record defines"
+            )
+        return ch
+
+    def _defined(self, r: Any, schemas: dict[int, Any], collect: bool) -> None:
+        """A schema or channel record met in the stream."""
+        from mcap.records import Schema
+
+        if isinstance(r, Schema):
+            schemas[r.id] = r
+        elif collect and r.id not in self.channels:
+            self.channels[r.id] = _mcap_channel(r, schemas.get(r.schema_id))
 
 
 def _mcap_channel(c: Any, schema: Any) -> RosChannel:
