@@ -512,7 +512,11 @@ def export_drive(
     if not out.parent.is_dir():
         raise ExportError(f"output folder {out.parent} does not exist")
     stream = plan_stream(lake, drive, request, context)
-    tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
+    # written under its own name in a hidden folder beside `out`: a ROS 2 bag names its
+    # storage file and metadata after its folder, so the export's bytes never hold a temp name
+    staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
+    staging.mkdir()
+    tmp = staging / out.name
     output = _open_output(request.format, tmp, encoding, request, compression, stream.types)
     result = ExportResult(
         out, request.format, encoding, drive, stream.mapping.path, stream.spans, stream.shift
@@ -558,11 +562,12 @@ def export_drive(
         try:
             output.abort()
         finally:
-            _remove(tmp)
+            _remove(staging)
         if isinstance(exc, OSError):
             raise ExportError(f"writing {out} failed: {exc.strerror or exc}") from exc
         raise
     replace_local(str(tmp), str(out))  # the previous export stays until this one replaces it
+    _remove(staging)
     result.bytes = _size(out)
     result.seconds = time.perf_counter() - t_start
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
@@ -399,3 +400,20 @@ def test_export_from_a_lake_on_s3(synthetic_lake, tmp_path, s3_options, s3_bucke
         > 0
     )
     assert check_file(tmp_path / "remote.mcap").ok
+
+
+def test_a_ros2_bag_export_holds_its_own_name_and_the_same_bytes_twice(synthetic_lake, tmp_path):
+    """rosbags names a bag's storage file and metadata after its folder: the export is
+    written under its final name, so no temp name lands in the bag and exports repeat."""
+    drive = synthetic_lake.drives["adtf"].drive_id
+    digests = []
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        folder.mkdir()
+        out = folder / "drive_bag"
+        export_drive(synthetic_lake.lake, drive, out, ExportRequest(format="bag2"))
+        names = sorted(p.name for p in out.iterdir())
+        assert names == ["drive_bag.mcap", "metadata.yaml"]
+        assert "partial" not in (out / "metadata.yaml").read_text()
+        assert [p.name for p in folder.iterdir()] == ["drive_bag"]  # no staging left behind
+        digests.append([hashlib.sha256((out / n).read_bytes()).hexdigest() for n in names])
+    assert digests[0] == digests[1]
