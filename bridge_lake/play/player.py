@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from bridge_lake import memory
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.ros.readers import Recording, RosMessage
 from bridge_lake.play.clock import (
@@ -53,12 +54,12 @@ SWITCH_INTERVAL_S = 0.0002
 """While playing, a thread holding the GIL gives it up after 200 µs (default 5 ms) when
 another wants it."""
 REALTIME_SWITCH_INTERVAL_S = 0.000005
-"""The same with --realtime: the mcap reader parses a whole chunk in Python (tens of ms, no
-gate can stop it), and at 200 µs the pacer woke into a held GIL often enough to make the
-send error's p99 about 200 µs (5 µs: 63-100 µs in the same 20 s runs). Only under SCHED_FIFO,
-where the thread handed the GIL runs at once: with ordinary scheduling on a loaded machine
-each hand-off waited for the OS and at 5 µs they piled up (p99 7-34 ms against 1.9-2.9 ms
-at 200 µs, side by side)."""
+"""The same with --realtime: the reader's Python work between two looks at its gate (one
+message) still holds the GIL when the pacer wakes, and at 200 µs that made the send error's
+p99 90-100 µs against 65-82 µs at 5 µs (20 s windows side by side, docs/benchmarks.md).
+Only under SCHED_FIFO, where the thread handed the GIL runs at once: with ordinary
+scheduling on a loaded machine each hand-off waited for the OS and at 5 µs they piled up
+(p99 7-34 ms against 1.9-2.9 ms at 200 µs, side by side)."""
 
 
 class PlayError(BridgeLakeError):
@@ -266,6 +267,7 @@ class Player:
         server, clock, report = self.server, self.clock, self.report
         self._open_reader(self.first_ns)
         assert self._reader is not None
+        memory.release_large_frees()  # RSS follows the read-ahead, not the heap's holes
         first = await asyncio.to_thread(self._reader.peek, 30.0)  # anchor once data is there
         precise_sleeps()
         switch = SWITCH_INTERVAL_S

@@ -3,7 +3,8 @@
 Decompressing a chunk (zstd, lz4, bz2) releases the GIL, so the thread reads while the
 player waits for its next deadline; `gate` keeps the thread's Python work out of the
 player's last stretch before a deadline (see `clock`), as far as it can: the gate is looked
-at between items, and one item may be a whole chunk parsed in Python. Memory is bounded by
+at between items (one message: the MCAP reader walks a chunk's records one at a time, see
+`formats.ros.mcap_scan.chunk_records`). Memory is bounded by
 MAX_BATCHES batches of at most twice BATCH_BYTES (plus one message larger than that): with a
 `key`, a batch that is full is cut only between items of different keys (messages due
 together are handed over together), unless it reached twice the limits.
