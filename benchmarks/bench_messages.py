@@ -14,9 +14,9 @@ must equal ours, so every ratio compares identical outputs. Messages of a megaby
 are the exception: there the cost of fresh memory for the output is a large part of either
 side's, so rosbags serializes every message of the batch too (up to `BIG_BATCH_BYTES`), and
 both end holding the same bytes; on a sample of 20 its outputs fit in heap that earlier
-workloads freed, and its figure swung 2x with what ran before it (docs/benchmarks.md). Ours is the best of `--repeat`
-runs after a warm-up run: on these VMs the first touch of fresh memory costs ~2.5 ms/MB, which
-a long export pays once. Targets: Imu and can_msgs/Frame >= 2 M msgs/s (ROS 2), PointCloud2 at
+workloads freed, and its figure swung 2x with what ran before it (docs/benchmarks.md).
+Ours is the best of `--repeat` runs after a warm-up run: the first touch of fresh memory is
+paid once by a long export, not per batch. Targets: Imu and can_msgs/Frame >= 2 M msgs/s (ROS 2), PointCloud2 at
 GB/s. Every figure printed is measured in this run.
 """
 
