@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 
 from mcap.data_stream import RecordBuilder
 from mcap.records import (
@@ -32,6 +31,7 @@ from mcap.records import (
     MetadataIndex,
     Schema,
 )
+from zlib_ng.zlib_ng import crc32
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import RecoveryFile, ScanReport, recover_with
@@ -110,7 +110,7 @@ class McapRecoveryWriter(RecoveryFile):
             data=packed,
             message_start_time=content.start,
             message_end_time=content.end,
-            uncompressed_crc=zlib.crc32(data),
+            uncompressed_crc=crc32(data),
             uncompressed_size=len(data),
         )
         raw = record_bytes(chunk)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import os
 import struct
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +28,7 @@ from mcap.data_stream import ReadDataStream, RecordBuilder
 from mcap.exceptions import EndOfFile
 from mcap.opcode import Opcode
 from mcap.records import Attachment, Channel, Header, McapRecord, Metadata, Schema
+from zlib_ng.zlib_ng import crc32
 
 from bridge_lake.formats.ros import compression as comp
 from bridge_lake.formats.ros.damage import (
@@ -63,8 +63,8 @@ SUMMARY_OPCODES = frozenset(
 )
 READ_BUFFER = 1 << 20
 WORKERS = 2
-"""Threads inspecting chunks: zstd, lz4 and crc32 release the GIL, so reading, writing and
-two decompressions overlap (measured in benchmarks/bench_recover.py)."""
+"""Threads inspecting chunks: zstd, lz4 and zlib-ng's crc32 release the GIL, so reading,
+writing and two decompressions overlap (measured in benchmarks/bench_recover.py)."""
 IN_FLIGHT = 3
 """Chunks read but not yet taken: bounds the memory to a few chunks."""
 
@@ -142,8 +142,8 @@ def chunk_records(
     so that a reader can stop between two messages (the player's read-ahead gate) instead of
     parsing a whole chunk under the GIL. A record running past the content raises."""
     content = memoryview(comp.decompress(compression, data, size))
-    if crc and zlib.crc32(content) != crc:
-        raise RosFormatError(f"chunk CRC mismatch: {zlib.crc32(content):#010x}, header {crc:#010x}")
+    if crc and (got := crc32(content)) != crc:
+        raise RosFormatError(f"chunk CRC mismatch: {got:#010x}, header {crc:#010x}")
     n, p = len(content), 0
     unpack_head = _OP_LEN.unpack_from
     while p < n:
@@ -298,7 +298,7 @@ def inspect_chunk(body: memoryview) -> Inspected:
         return Inspected(CORRUPT, f"it holds {len(data)} bytes, its header says {usize}")
     content = ChunkContent()
     walk_records(data, content)
-    if crc and zlib.crc32(data) != crc:
+    if crc and crc32(data) != crc:
         return Inspected(CRC, "CRC mismatch", content if content.whole == usize else None)
     if content.whole != usize:
         return Inspected(CORRUPT, f"its records break at byte {content.whole}")

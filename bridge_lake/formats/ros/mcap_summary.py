@@ -10,7 +10,6 @@ and the footer up to its crc field. All records are serialized by the mcap libra
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Mapping, Sequence
 
 from mcap.data_stream import RecordBuilder
@@ -26,6 +25,7 @@ from mcap.records import (
     Statistics,
     SummaryOffset,
 )
+from zlib_ng.zlib_ng import crc32
 
 _FOOTER_HEAD = struct.Struct("<BQQQ")
 """The Footer record up to its crc field: opcode, length 20, summary and offsets start."""
@@ -79,7 +79,7 @@ def summary_and_footer(
         offset.write(builder)
     summary = builder.end()
     head = _FOOTER_HEAD.pack(Opcode.FOOTER, 20, summary_start, offsets_start)
-    crc = zlib.crc32(head, zlib.crc32(summary))
+    crc = crc32(head, crc32(summary))
     footer = RecordBuilder()
     Footer(summary_start, offsets_start, crc).write(footer)
     return summary + footer.end()
