@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import struct
 import tracemalloc
+import zlib
 
 import numpy as np
 import pytest
@@ -72,3 +74,26 @@ def test_not_a_recording(tmp_path):
         open_recording(tmp_path / "x.bin")
     with pytest.raises(RecordingError, match="no such file"):
         open_recording(tmp_path / "missing.mcap")
+
+
+def _records(*records: tuple[int, bytes]) -> bytes:
+    return b"".join(struct.pack("<BQ", op, len(body)) + body for op, body in records)
+
+
+def test_a_chunk_is_walked_one_record_at_a_time_and_checked():
+    from bridge_lake.formats.ros.damage import RosFormatError
+    from bridge_lake.formats.ros.mcap_scan import chunk_records, message_fields
+
+    message = struct.pack("<HIQQ", 3, 7, 11, 12) + b"payload"
+    content = _records((5, message), (9, b"ignored"), (5, message))
+    walk = chunk_records("", content, len(content), zlib.crc32(content))
+    op, body = next(walk)  # lazily: the first record before the rest is looked at
+    assert (op, message_fields(body)) == (5, (3, 7, 11, 12, b"payload"))
+    assert [op for op, _ in walk] == [9, 5]
+    with pytest.raises(RosFormatError, match="CRC mismatch"):
+        next(chunk_records("", content, len(content), zlib.crc32(content) ^ 1))
+    cut = content[:-3]
+    with pytest.raises(RosFormatError, match="runs past its content"):
+        list(chunk_records("", cut, len(cut), 0))
+    with pytest.raises(RosFormatError, match="22"):
+        message_fields(memoryview(message[:20]))
