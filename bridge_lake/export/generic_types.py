@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.kinds.ddl import DDL_TYPE, FALLBACK
 from bridge_lake.export.kinds.json_rows import JSON_TYPE
+from bridge_lake.export.mapping import MappingError, TopicRule
 from bridge_lake.export.messages import ExportTypes
 from bridge_lake.export.messages.ddl_types import (
     DEFAULT_PACKAGE,
@@ -96,6 +97,7 @@ def plan_generic(
             continue
         sets[package].add(root)
         roots.append((lane, root))
+    _check_renames(roots)
     texts: dict[str, str] = {}
     for type_set in sets.values():
         texts.update(type_set.resolve())
@@ -105,6 +107,23 @@ def plan_generic(
         lane.extra["struct"] = root
         structs[root.name] = root
     return GenericPlan(ExportTypes(texts, structs), warnings)
+
+
+def _check_renames(roots: list[tuple[Lane, RosStruct]]) -> None:
+    """A `rename` key that names no top-level element of any struct its rule covers is a
+    typo, not a choice: fail naming it rather than export the field under its old name."""
+    elements: dict[int, tuple[TopicRule, set[str]]] = {}
+    for lane, root in roots:
+        _, names = elements.setdefault(id(lane.rule), (lane.rule, set()))
+        names.update(f.ddl_name for f in root.fields)
+    for rule, names in elements.values():
+        unknown = sorted(set(rule.options.get("rename") or {}) - names)
+        if unknown:
+            raise MappingError(
+                f"topic rule {rule.topic}: options.rename.{unknown[0]}: no element "
+                f"{unknown[0]!r} in the structs of its streams (elements: "
+                f"{', '.join(sorted(names))})"
+            )
 
 
 def _unusable_ddl(lake: Lake, drive: str, lanes: list[Lane]) -> list[str]:

@@ -259,6 +259,11 @@ def test_a_mapping_renames_topics_fields_and_the_package(real_lake, tmp_path):
     bad.write_text(mapping.read_text().replace("value_a", "Value-A"))
     with pytest.raises(BridgeLakeError, match=r"options\.rename\.testval1: 'Value-A' is not"):
         export_drive(lake, "real", tmp_path / "x.bag", ExportRequest(format="bag1", mapping=bad))
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(mapping.read_text().replace("testval1:", "testvall:"))
+    with pytest.raises(BridgeLakeError, match=r"options\.rename\.testvall: no element 'testvall'"):
+        export_drive(lake, "real", tmp_path / "y.bag", ExportRequest(format="bag1", mapping=typo))
+    assert not (tmp_path / "y.bag").exists()
 
 
 def test_cli_fails_naming_unsupported_topics_or_skips_them(real_lake, tmp_path, capsys):
