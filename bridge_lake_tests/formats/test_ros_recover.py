@@ -380,3 +380,31 @@ def test_mutated_files_give_typed_errors_or_valid_files(mcaps, bags, tmp_path, s
             with Reader(out) as reader:
                 n = sum(1 for _ in reader.messages())
         assert n == report.kept, (seed, i)
+
+
+def test_mcap_loose_message_record_too_short_for_its_fields_is_dropped(tmp_path):
+    """A Message record needs 22 bytes of fields (channel, sequence, two times): one of 20
+    is damage, not a message, and must not reach the recovered file."""
+    import struct
+
+    from mcap.writer import Writer
+
+    src = tmp_path / "loose.mcap"
+    cdr = b"\x00\x01\x00\x00" + struct.pack("<I", 4) + b"abc\x00"  # std_msgs/String "abc"
+    with src.open("wb") as f:
+        w = Writer(f, use_chunking=False)
+        w.start()
+        schema = w.register_schema("std_msgs/msg/String", "ros2msg", b"string data")
+        channel = w.register_channel("/chatter", "cdr", schema)
+        for i in range(3):
+            w.add_message(channel, log_time=10 + i, publish_time=10 + i, data=cdr)
+        end = f.tell()  # the data section so far: a recorder that crashed here
+        w.finish()
+    whole = src.read_bytes()[:end]
+    short = struct.pack("<BQHIQ", 5, 20, channel, 3, 13) + bytes(6)  # 20 bytes: too short
+    good = struct.pack("<BQHIQQ", 5, 22 + len(cdr), channel, 4, 14, 14) + cdr
+    src.write_bytes(whole + short + good)
+    report = recover_mcap(src, tmp_path / "out.mcap")
+    assert any("too short" in d.message for d in report.damages)
+    got = mcap_messages(tmp_path / "out.mcap")
+    assert [(topic, t) for topic, t, _ in got] == [("/chatter", t) for t in (10, 11, 12, 14)]

@@ -46,7 +46,8 @@ from bridge_lake.formats.ros.damage import (
 from bridge_lake.formats.ros.files import MCAP_MAGIC
 
 _OP_LEN = struct.Struct("<BQ")
-_MSG_HEAD = struct.Struct("<BQHIQ")
+_MESSAGE = struct.Struct("<HIQQ")
+"""A Message record's fixed fields: channel id, sequence, log time, publish time."""
 _CHUNK_HEAD = struct.Struct("<QQQII")
 _U64 = struct.Struct("<Q")
 OPCODES = frozenset(int(op) for op in Opcode)
@@ -109,14 +110,14 @@ def walk_records(buf: bytes | memoryview, content: ChunkContent, *, chunk: bool 
     n = len(buf)
     p = 0
     index = content.index
-    unpack_msg, unpack_head = _MSG_HEAD.unpack_from, _OP_LEN.unpack_from
+    unpack_msg, unpack_head = _MESSAGE.unpack_from, _OP_LEN.unpack_from
     while p + 9 <= n:
         op, length = unpack_head(buf, p)
         stop = p + 9 + length
         if stop > n:
             break
-        if op == 5 and length >= 22:
-            _, _, cid, _, t = unpack_msg(buf, p)
+        if op == 5 and length >= _MESSAGE.size:
+            cid, _, t, _ = unpack_msg(buf, p + 9)
             index[cid].append((t, p))
         elif op == 3:
             schema = parse_record(Schema, buf[p + 9 : stop])
@@ -157,14 +158,10 @@ def chunk_records(
         p = stop
 
 
-_MESSAGE = struct.Struct("<HIQQ")
-"""A Message record's fixed fields: channel id, sequence, log time, publish time."""
-
-
 def message_fields(body: memoryview) -> tuple[int, int, int, int, bytes]:
     """A Message record's (channel id, sequence, log time, publish time, data)."""
     if len(body) < _MESSAGE.size:
-        raise RosFormatError(f"a message record of {len(body)} bytes (at least 22)")
+        raise RosFormatError(f"a message record of {len(body)} bytes (at least {_MESSAGE.size})")
     cid, seq, log_time, publish_time = _MESSAGE.unpack_from(body)
     return cid, seq, log_time, publish_time, bytes(body[_MESSAGE.size :])
 
@@ -462,10 +459,10 @@ class McapScanner(RecordScanner):
                 self.sink.channel(channel, raw)
 
     def _message(self, pos: int, raw: bytes) -> None:
-        if len(raw) < _MSG_HEAD.size:
+        if len(raw) < _OP_LEN.size + _MESSAGE.size:
             self._damage(CORRUPT, pos, f"message record at offset {pos} is too short; skipped")
             return
-        _, _, cid, _, t = _MSG_HEAD.unpack_from(raw)
+        cid, _, t, _ = _MESSAGE.unpack_from(raw, _OP_LEN.size)
         known = cid in self.channels
         if not known and (c := self.spare_channel(cid)) and self._schema_known(c.schema_id):
             self._add_channel(c, record_bytes(c))
