@@ -25,6 +25,7 @@ field); only the final chunk writes are per sample.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,73 +42,13 @@ START = dt.datetime(2024, 5, 14, 9, 30, tzinfo=dt.UTC)
 BLOCK = 20_000
 """Samples written per generation block: bounds memory for long drives."""
 
+DDL_FILE = Path(__file__).with_name("test_vehicle.description")
+"""The DDL of the test vehicle's structs, an XML file as ADTF tools keep DDL."""
 DDL_STRUCTS = {
-    "tCANData": """<struct name="tCANData" alignment="1" version="1">
- <element name="ui8Tag" type="tUInt8" arraysize="1" bytepos="0" byteorder="LE" alignment="1"/>
- <element name="ui8Channel" type="tUInt8" arraysize="1" bytepos="1" byteorder="LE" alignment="1"/>
- <element name="tmTimeStamp" type="tInt64" arraysize="1" bytepos="2" byteorder="LE" alignment="1"/>
- <element name="ui32Id" type="tUInt32" arraysize="1" bytepos="10" byteorder="LE" alignment="1"/>
- <element name="ui8Length" type="tUInt8" arraysize="1" bytepos="14" byteorder="LE" alignment="1"/>
- <element name="ui8Reserved" type="tUInt8" arraysize="1" bytepos="15" byteorder="LE" alignment="1"/>
- <element name="ui16Flags" type="tUInt16" arraysize="1" bytepos="16" byteorder="LE" alignment="1"/>
- <element name="ui16Reserved" type="tUInt16" arraysize="1" bytepos="18" byteorder="LE"
-   alignment="1"/>
- <element name="ui32Reserved" type="tUInt32" arraysize="1" bytepos="20" byteorder="LE"
-   alignment="1"/>
- <element name="aui8Data" type="tUInt8" arraysize="8" bytepos="24" byteorder="LE" alignment="1"/>
-</struct>""",
-    "tImuData": """<struct name="tImuData" alignment="1" version="1">
- <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
-   alignment="1"/>
- <element name="f32AccX" type="tFloat32" arraysize="1" bytepos="8" byteorder="LE" alignment="1"/>
- <element name="f32AccY" type="tFloat32" arraysize="1" bytepos="12" byteorder="LE" alignment="1"/>
- <element name="f32AccZ" type="tFloat32" arraysize="1" bytepos="16" byteorder="LE" alignment="1"/>
- <element name="f32GyroX" type="tFloat32" arraysize="1" bytepos="20" byteorder="LE" alignment="1"/>
- <element name="f32GyroY" type="tFloat32" arraysize="1" bytepos="24" byteorder="LE" alignment="1"/>
- <element name="f32GyroZ" type="tFloat32" arraysize="1" bytepos="28" byteorder="LE" alignment="1"/>
- <element name="f32Temperature" type="tFloat32" arraysize="1" bytepos="32" byteorder="LE"
-   alignment="1"/>
-</struct>""",
-    "tGnssFix": """<struct name="tGnssFix" alignment="1" version="1">
- <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
-   alignment="1"/>
- <element name="f64Latitude" type="tFloat64" arraysize="1" bytepos="8" byteorder="LE"
-   alignment="1"/>
- <element name="f64Longitude" type="tFloat64" arraysize="1" bytepos="16" byteorder="LE"
-   alignment="1"/>
- <element name="f64Altitude" type="tFloat64" arraysize="1" bytepos="24" byteorder="LE"
-   alignment="1"/>
- <element name="f32Speed" type="tFloat32" arraysize="1" bytepos="32" byteorder="LE" alignment="1"/>
- <element name="f32Heading" type="tFloat32" arraysize="1" bytepos="36" byteorder="LE"
-   alignment="1"/>
- <element name="ui8FixType" type="tUInt8" arraysize="1" bytepos="40" byteorder="LE" alignment="1"/>
- <element name="ui8Satellites" type="tUInt8" arraysize="1" bytepos="41" byteorder="LE"
-   alignment="1"/>
- <element name="ui16Reserved" type="tUInt16" arraysize="1" bytepos="42" byteorder="LE"
-   alignment="1"/>
-</struct>""",
-    "tLidarPoint": """<struct name="tLidarPoint" alignment="1" version="1">
- <element name="f32X" type="tFloat32" arraysize="1" bytepos="0" byteorder="LE" alignment="1"/>
- <element name="f32Y" type="tFloat32" arraysize="1" bytepos="4" byteorder="LE" alignment="1"/>
- <element name="f32Z" type="tFloat32" arraysize="1" bytepos="8" byteorder="LE" alignment="1"/>
- <element name="f32Intensity" type="tFloat32" arraysize="1" bytepos="12" byteorder="LE"
-   alignment="1"/>
- <element name="ui16Ring" type="tUInt16" arraysize="1" bytepos="16" byteorder="LE"
-   alignment="1"/>
- <element name="ui32TimeOffsetNs" type="tUInt32" arraysize="1" bytepos="18" byteorder="LE"
-   alignment="1"/>
-</struct>""",
-    "tLidarScan": """<struct name="tLidarScan" alignment="1" version="1">
- <element name="tmDeviceTime" type="tInt64" arraysize="1" bytepos="0" byteorder="LE"
-   alignment="1"/>
- <element name="ui32FrameId" type="tUInt32" arraysize="1" bytepos="8" byteorder="LE"
-   alignment="1"/>
- <element name="ui32PointCount" type="tUInt32" arraysize="1" bytepos="12" byteorder="LE"
-   alignment="1"/>
- <element name="aPoints" type="tLidarPoint" arraysize="ui32PointCount" bytepos="16"
-   byteorder="LE" alignment="1"/>
-</struct>""",
+    m["name"]: m[0]
+    for m in re.finditer(r'<struct name="(?P<name>[^"]+)".*?</struct>', DDL_FILE.read_text(), re.S)
 }
+"""Struct name -> its `<struct>` element, as written into the stream types."""
 
 CAN_DTYPE = np.dtype(
     {
