@@ -247,9 +247,20 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
             not lost,
             True,
             {"recordings": recordings, "without_stream": lost[:50]},
+            f"{len(lost)} of {recordings} recordings gave no stream: {_listed(lost)}"
+            if lost
+            else f"every one of {recordings} recordings gave streams",
         ),
         Finding(
-            "streams", "clock_drift", not drift, False, {"drift_ppm": fits, "over_limit": drift}
+            "streams",
+            "clock_drift",
+            not drift,
+            False,
+            {"drift_ppm": fits, "over_limit": drift},
+            f"{_count(len(drift), 'device clock')} over {DRIFT_LIMIT_PPM:g} ppm of drift: "
+            + _listed([f"{stream} {ppm:+g} ppm" for stream, ppm in drift.items()])
+            if drift
+            else f"{len(fits)} device clocks within {DRIFT_LIMIT_PPM:g} ppm",
         ),
         coverage_finding(streams),
         *mapping_findings(streams),
@@ -387,8 +398,23 @@ def quarantine_findings(streams: list) -> list[Finding]:
             not heavy,
             False,
             {"quarantined": total, "over_limit": heavy},
+            f"{_count(len(heavy), 'stream')} with over {QUARANTINE_LIMIT:.0%} of records "
+            "quarantined: "
+            + _listed([f"{n} {v['quarantined']} of {v['read']}" for n, v in heavy.items()])
+            if heavy
+            else f"{total} records quarantined, no stream over {QUARANTINE_LIMIT:.0%}",
         )
     ]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _listed(items: list[str], most: int = 5) -> str:
+    """The first `most` items, then how many more: a summary stays one readable line."""
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
 
 
 SENSOR_TABLE_NAMES = tuple(t.name for t in SENSOR_TABLES)

@@ -97,6 +97,7 @@ def test_quarantine_rows_are_kept_with_position_and_capped_bytes(tmp_path):
     assert len(q[0]["raw"]) == 4096 and q[1]["reason"] == "cut"
     share = _finding(result, "quarantine", "quarantine_share")
     assert not share.passed  # 2 of 3 records
+    assert share.summary == "1 stream with over 1% of records quarantined: imu0 2 of 3"
 
 
 def test_monotonic_fails_on_backward_time(tmp_path):
@@ -191,6 +192,9 @@ def test_clock_drift_and_completeness_findings(tmp_path):
     assert coverage.passed  # one stream: nothing to compare
     assert not drift.passed and drift.metadata["over_limit"]["imu0"] > 200
     assert not complete.passed and complete.metadata["without_stream"] == ["b.dat"]
+    # the summaries say what was measured, not what was expected (issue 22, finding 1)
+    assert complete.summary == "1 of 3 recordings gave no stream: b.dat"
+    assert drift.summary.startswith("1 device clock over 200 ppm of drift: imu0 +500.")
 
 
 def test_time_coverage_flags_streams_left_over_from_another_drive(tmp_path):
