@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from bridge_lake.calibrate.rig_cli import add_commands as add_rig_commands
-from bridge_lake.cli_common import add_json, add_lake, add_recording, add_report, lake_from_args
+from bridge_lake.cli_common import (
+    add_command,
+    add_json,
+    add_lake,
+    add_recording,
+    add_report,
+    lake_from_args,
+)
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
-from bridge_lake.play.cli import add_command as add_play_command
+from bridge_lake.play.cli import add_commands as add_play_commands
 from bridge_lake.query_output import FORMATS as QUERY_FORMATS
 from bridge_lake.scenes.cli import add_commands as add_scene_commands
 
@@ -60,8 +67,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    """Exit 0: every drive ok (or warn, or skipped as done); 1: a drive or asset failed or
-    did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM."""
+    """Register the drive folders of LANDING as partitions of the Dagster instance in
+    $DAGSTER_HOME (default ./.dagster_home) and run lake_job for each, as the landing-zone
+    sensor would: in this process, or with --launch as runs the instance launches;
+    `dagster dev` on the same home shows the runs."""
+    # Exit 0: every drive ok (or warn, or skipped as done); 1: a drive or asset failed or
+    # did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM.
     from bridge_lake import settings
     from bridge_lake.defs.ingest import run_ingest
 
@@ -79,8 +90,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    """Exit 0: the file read whole; 1: it has damage (listed, like `mcap doctor`); 2: it is
-    not an ADTF recording or cannot be read at all."""
+    # Exit 0: the file read whole; 1: it has damage (listed, like `mcap doctor`); 2: it is
+    # not an ADTF recording or cannot be read at all.
     import json
 
     from bridge_lake.adtf_info import render_info
@@ -155,6 +166,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    """Export one drive of the lake through its topic mapping
+    (bridge_lake/export/mappings/<source>.yaml or --mapping)."""
     from tqdm import tqdm
 
     from bridge_lake.export.exporter import ExportRequest, export_drive, export_tum
@@ -215,6 +228,10 @@ def _cmd_health(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
+    """Keeps every complete message (and the whole records of a cut compressed chunk),
+    rebuilds index and summary, reports kept/dropped per topic or stream. Exit 0: the input
+    was intact; 1: it was damaged and what could be kept was written; 2: nothing could be
+    written."""
     import json
 
     from bridge_lake.recover import recover
@@ -225,6 +242,9 @@ def _cmd_recover(args: argparse.Namespace) -> int:
 
 
 def _cmd_waypoints(args: argparse.Namespace) -> int:
+    """Autoware 1.x waypoints (waypoint_saver's CSV: x,y,z [m], yaw [rad], velocity [km/h],
+    change_flag) from a drive's calibrated poses or a pose topic of a ROS 1 bag, ROS 2 bag or
+    MCAP file; the plot is written beside the CSV (.svg)."""
     from bridge_lake.waypoints import (
         KMH_PER_MPS,
         WaypointParams,
@@ -287,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, help="the command")
 
-    p = sub.add_parser("synth", help="write realistic synthetic drive folders")
+    p = add_command(sub, "synth", _cmd_synth, "write realistic synthetic drive folders")
     p.add_argument("--out", type=Path, required=True, help="landing-zone folder to write into")
     p.add_argument("--drives", type=int, default=1, help="how many drive folders")
     p.add_argument("--minutes", type=float, default=1.0, help="length of each drive")
@@ -297,9 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="replace drive folders that already hold files"
     )
-    p.set_defaults(func=_cmd_synth)
 
-    p = sub.add_parser("demo", help="synthesize drives and run the whole pipeline in-process")
+    p = add_command(
+        sub, "demo", _cmd_demo, "synthesize drives and run the whole pipeline in-process"
+    )
     p.add_argument("--workdir", type=Path, default=Path("demo"), help="where landing/ and lake/ go")
     p.add_argument("--drives", type=int, default=2, help="how many drives")
     p.add_argument(
@@ -310,15 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of the drives")
     _add_source(p)
-    p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser(
-        "ingest",
-        help="run every layer for the drive folders of a landing zone",
-        description="Register the drive folders of LANDING as partitions of the Dagster "
-        "instance in $DAGSTER_HOME (default ./.dagster_home) and run lake_job for each, as the "
-        "landing-zone sensor would: in this process, or with --launch as runs the instance "
-        "launches; `dagster dev` on the same home shows the runs.",
+    p = add_command(
+        sub, "ingest", _cmd_ingest, "run every layer for the drive folders of a landing zone"
     )
     p.add_argument("landing", help="landing zone: a local folder or s3://bucket/prefix")
     p.add_argument("--drive", nargs="+", help="only these drive ids (default: every drive)")
@@ -340,9 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every drive, also those an earlier run did with the same inputs and code",
     )
-    p.set_defaults(func=_cmd_ingest)
 
-    p = sub.add_parser("info", help="describe an ADTF .dat recording (like `mcap info`)")
+    p = add_command(sub, "info", _cmd_info, "describe an ADTF .dat recording (like `mcap info`)")
     add_recording(p)
     add_json(p)
     p.add_argument(
@@ -351,9 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="user ADTF mapping YAML for the 'mapped where' column "
         "(default: $BRIDGE_LAKE_ADTF_MAPPING, if set)",
     )
-    p.set_defaults(func=_cmd_info)
 
-    p = sub.add_parser("query", help="run DuckDB SQL over the lake's views (sql/views.sql)")
+    p = add_command(
+        sub, "query", _cmd_query, "run DuckDB SQL over the lake's views (sql/views.sql)"
+    )
     p.add_argument("sql", help='e.g. "select * from sensor_rates"')
     add_lake(p)
     p.add_argument(
@@ -369,13 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cols", type=int, default=12, help="columns shown by --format table")
     p.add_argument("--max-width", type=int, default=40, help="characters per text cell in a table")
     p.add_argument("--width", type=int, help="table width in characters (default: the terminal's)")
-    p.set_defaults(func=_cmd_query)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "export",
-        help="write a drive as ROS 1 bag, ROS 2 bag, MCAP or TUM trajectories",
-        description="Export one drive of the lake through its topic mapping "
-        "(bridge_lake/export/mappings/<source>.yaml or --mapping).",
+        _cmd_export,
+        "write a drive as ROS 1 bag, ROS 2 bag, MCAP or TUM trajectories",
     )
     add_lake(p)
     p.add_argument("--drive", required=True, help="drive id (a partition of the lake)")
@@ -412,24 +426,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="write without the topics the format cannot carry (listed) instead of failing",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_export)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "health",
-        help="check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
+        _cmd_health,
+        "check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
     )
     p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
     add_report(p)
-    p.set_defaults(func=_cmd_health)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "recover",
-        help="rewrite a recording cut short (MCAP, ROS 1 bag, ROS 2 bag, ADTF .dat) as a "
+        _cmd_recover,
+        "rewrite a recording cut short (MCAP, ROS 1 bag, ROS 2 bag, ADTF .dat) as a "
         "valid indexed file (like `mcap recover` / `rosbag reindex`)",
-        description="Keeps every complete message (and the whole records of a cut "
-        "compressed chunk), rebuilds index and summary, reports kept/dropped per topic or "
-        "stream. Exit 0: the input was intact; 1: it was damaged and what could be kept was "
-        "written; 2: nothing could be written.",
     )
     p.add_argument("input", type=Path, help="the damaged file (a ROS 2 bag: its folder)")
     p.add_argument("output", type=Path, help="the recovered copy (never the input)")
@@ -441,14 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_json(p, "machine-readable report")
     p.add_argument("--force", action="store_true", help="replace an existing output")
-    p.set_defaults(func=_cmd_recover)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "waypoints",
-        help="write an Autoware 1.x waypoint CSV from a lake drive or any bag / MCAP",
-        description="Autoware 1.x waypoints (waypoint_saver's CSV: x,y,z [m], yaw [rad], "
-        "velocity [km/h], change_flag) from a drive's calibrated poses or a pose topic of a "
-        "ROS 1 bag, ROS 2 bag or MCAP file; the plot is written beside the CSV (.svg).",
+        _cmd_waypoints,
+        "write an Autoware 1.x waypoint CSV from a lake drive or any bag / MCAP",
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--drive", help="drive id (a partition of the lake)")
@@ -473,12 +483,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("--stop-lead-m", "5: change_flag 1 this far before stops and the end"),
     ):
         p.add_argument(flag, type=float, help=f"default {default}")
-    p.set_defaults(func=_cmd_waypoints)
 
     add_mapping_commands(sub)
     add_rig_commands(sub)
     add_scene_commands(sub)
-    add_play_command(sub)
+    add_play_commands(sub)
     add_live_commands(sub)
     return parser
 

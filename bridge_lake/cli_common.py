@@ -1,4 +1,5 @@
-"""What the command-line modules share: the lake a command names, plain-text tables.
+"""What the command-line modules share: how a command is declared, the lake it names,
+plain-text tables.
 
 `bridge_lake.cli`, `scenes/cli.py` and the terminal renderings of `normalize` and
 `formats/adtf` import this; it imports none of them (the import graph stays one-way).
@@ -7,14 +8,45 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from bridge_lake.errors import BridgeLakeError
 
 LAKE_HELP = "lake root (default: $BRIDGE_LAKE_ROOT or ./demo/lake)"
 JSON_HELP = "machine-readable output"
+
+Handler = Callable[[argparse.Namespace], int]
+"""What a command runs: its parsed arguments in, its exit code out (`bridge-lake` main)."""
+
+
+def add_command(
+    sub: argparse._SubParsersAction, name: str, func: Handler, help: str
+) -> argparse.ArgumentParser:
+    """Command `name` running `func`: `help` is its line in the command list, `func`'s
+    docstring its `--help` description (none without one). The handler's docstring is the one
+    place that says what a command does, so the text cannot drift from the code doing it.
+    Returns the command's parser for its arguments."""
+    p = sub.add_parser(name, help=help, description=inspect.getdoc(func))
+    p.set_defaults(func=func)
+    return p
+
+
+def add_group(
+    sub: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    commands_help: str,
+    description: str | None = None,
+) -> argparse._SubParsersAction:
+    """Command group `name` (`bridge-lake NAME SUBCOMMAND`), which runs nothing itself: `help`
+    its line in the command list, `description` its `--help` text, `commands_help` the line
+    over its subcommands. A subcommand is required; its name lands in `args.<name>_command`.
+    Returns the group's subparsers, for `add_command`."""
+    p = sub.add_parser(name, help=help, description=description)
+    return p.add_subparsers(dest=f"{name}_command", required=True, help=commands_help)
 
 
 def add_lake(p: argparse.ArgumentParser, help: str = LAKE_HELP) -> None:

@@ -10,11 +10,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bridge_lake.cli_common import add_lake, add_out, lake_from_args, write_out
+from bridge_lake.cli_common import (
+    add_command,
+    add_group,
+    add_lake,
+    add_out,
+    lake_from_args,
+    write_out,
+)
 from bridge_lake.errors import BridgeLakeError
+
+RIG_DESCRIPTION = """A drive whose vehicle has no rig is calibrated without transforms: its
+exports stay in sensor frames, without /tf_static and /tf. `rig init` writes the rig YAML for it
+(format: bridge_lake/calibrate/rig.py) with every sensor frame of the drive, the conventions in
+comments and the numbers to measure left as null."""
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
+    """From a drive in the lake (--drive: the frame_id of every row of its imu, gnss, heading,
+    lidar, camera and laser tables, its vehicle and date) or from an ADTF recording (the frames
+    its stream mapping gives; --vehicle names the vehicle)."""
     from bridge_lake.calibrate.rig_template import drive_rig_template, recording_rig_template
 
     if (args.drive is None) == (args.file is None):
@@ -38,21 +53,18 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    rig = add_group(
+        sub,
         "rig",
-        help="rig calibrations: write a template for a vehicle that has none",
-        description="A drive whose vehicle has no rig is calibrated without transforms: its "
-        "exports stay in sensor frames, without /tf_static and /tf. `rig init` writes the rig "
-        "YAML for it (format: bridge_lake/calibrate/rig.py) with every sensor frame of the "
-        "drive, the conventions in comments and the numbers to measure left as null.",
+        "rig calibrations: write a template for a vehicle that has none",
+        "the rig command",
+        RIG_DESCRIPTION,
     )
-    rsub = p.add_subparsers(dest="rig_command", required=True, help="the rig command")
-    i = rsub.add_parser(
+    i = add_command(
+        rig,
         "init",
-        help="a rig YAML template listing every sensor frame of a drive or recording",
-        description="From a drive in the lake (--drive: the frame_id of every row of its imu, "
-        "gnss, heading, lidar, camera and laser tables, its vehicle and date) or from an ADTF "
-        "recording (the frames its stream mapping gives; --vehicle names the vehicle).",
+        _cmd_init,
+        "a rig YAML template listing every sensor frame of a drive or recording",
     )
     i.add_argument("file", type=Path, nargs="?", help="an ADTF recording (instead of --drive)")
     i.add_argument("--drive", help="a drive id in the lake")
@@ -62,7 +74,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--mapping", type=Path, help="with FILE.dat: your ADTF stream mapping YAML (user layer)"
     )
     add_out(i, "the template")
-    i.set_defaults(func=_cmd_init)
 
 
 __all__ = ["add_commands"]

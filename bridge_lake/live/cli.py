@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from bridge_lake.cli_common import add_command
 from bridge_lake.export.mapping import default_mapping_path, load_mapping
 from bridge_lake.formats.adtf.follow import load_catalog
 from bridge_lake.live.bridge import POLL_S, LiveBridge, LiveConfig
@@ -17,6 +18,10 @@ from bridge_lake.normalize.adtf_mapping import resolve_mapping
 
 
 def _cmd_live(args: argparse.Namespace) -> int:
+    """Follow PATH (a .dat being written, or a drive folder whose recorder writes parts) and
+    publish every sample through the export's topic mapping, over a Foxglove WebSocket server
+    and into --out (an MCAP flushed per poll). Ends when the file is closed, has not grown for
+    --idle-s, or the last part of a folder ended."""
     path = Path(args.path)
     drive_dir = path if path.is_dir() else path.parent
     config = LiveConfig(
@@ -64,13 +69,11 @@ def _cmd_live_check(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "live",
-        help="follow an ADTF recording while it is written; serve it over Foxglove WebSocket",
-        description="Follow PATH (a .dat being written, or a drive folder whose recorder "
-        "writes parts) and publish every sample through the export's topic mapping, over a "
-        "Foxglove WebSocket server and into --out (an MCAP flushed per poll). Ends when the "
-        "file is closed, has not grown for --idle-s, or the last part of a folder ended.",
+        _cmd_live,
+        "follow an ADTF recording while it is written; serve it over Foxglove WebSocket",
     )
     p.add_argument("path", help="the recording being written, or the drive folder")
     p.add_argument(
@@ -89,15 +92,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--appear-s", type=float, default=30.0, help="wait at most S s for PATH to appear"
     )
     p.add_argument("--json", type=Path, help="write the summary as JSON")
-    p.set_defaults(func=_cmd_live)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "live-check",
-        help="compare a live MCAP's messages per topic with the drive's offline export",
+        _cmd_live_check,
+        "compare a live MCAP's messages per topic with the drive's offline export",
     )
     p.add_argument("live", type=Path, help="the MCAP `bridge-lake live --out` wrote")
     p.add_argument("offline", type=Path, help="the drive's offline export (MCAP)")
-    p.set_defaults(func=_cmd_live_check)
 
 
 __all__ = ["add_commands"]

@@ -15,8 +15,20 @@ import json
 import sys
 from pathlib import Path
 
-from bridge_lake.cli_common import add_json, add_out, add_recording, write_out
+from bridge_lake.cli_common import (
+    add_command,
+    add_group,
+    add_json,
+    add_out,
+    add_recording,
+    write_out,
+)
 from bridge_lake.errors import BridgeLakeError
+
+MAPPING_DESCRIPTION = """ADTF streams become rows of the sensor tables through mapping rules
+(bridge_lake/normalize/adtf_mapping.yaml explains them). Layers match in the order: the drive's
+own file (drive.yaml `mapping:` beside the recording), the user's (--mapping or
+$BRIDGE_LAKE_ADTF_MAPPING), the shipped default."""
 
 
 def recording(path: Path) -> Path:
@@ -40,6 +52,10 @@ def layered_mapping(file: Path, user: Path | None, *, default: bool = True):
 
 
 def _cmd_suggest(args: argparse.Namespace) -> int:
+    """One rule per DDL struct of the recording, its elements listed with types and units;
+    rules whose table the element names make obvious (lat/lon/alt → gnss, acc/gyro → imu, CAN
+    id/data/dlc/channel → can_frames, point arrays → lidar_scans) are live, the others commented
+    out with the generic table their streams land in without a rule."""
     from bridge_lake.normalize.adtf_mapping import parse_mapping
     from bridge_lake.normalize.adtf_mapping_tools import suggest_mapping
 
@@ -55,6 +71,9 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """Normalizes the recording into a temporary lake and shows per stream the rule and layer
+    that took it, the table, rows written and quarantined, and why. Exit 1 when a rule matches
+    a stream it cannot decode (the stream then lands in its generic table)."""
     from bridge_lake.normalize.adtf_mapping_tools import check_recording, render_check
 
     mapping = layered_mapping(recording(args.file), args.mapping, default=not args.no_default)
@@ -72,36 +91,25 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    mapping = add_group(
+        sub,
         "mapping",
-        help="write or try an ADTF stream mapping for a recording",
-        description="ADTF streams become rows of the sensor tables through mapping rules "
-        "(bridge_lake/normalize/adtf_mapping.yaml explains them). Layers match in the order: "
-        "the drive's own file (drive.yaml `mapping:` beside the recording), the user's "
-        "(--mapping or $BRIDGE_LAKE_ADTF_MAPPING), the shipped default.",
+        "write or try an ADTF stream mapping for a recording",
+        "the mapping command",
+        MAPPING_DESCRIPTION,
     )
-    msub = p.add_subparsers(dest="mapping_command", required=True, help="the mapping command")
 
-    s = msub.add_parser(
-        "suggest",
-        help="a mapping skeleton for every stream of a recording",
-        description="One rule per DDL struct of the recording, its elements listed with "
-        "types and units; rules whose table the element names make obvious (lat/lon/alt → "
-        "gnss, acc/gyro → imu, CAN id/data/dlc/channel → can_frames, point arrays → "
-        "lidar_scans) are live, the others commented out with the generic table their "
-        "streams land in without a rule.",
+    s = add_command(
+        mapping, "suggest", _cmd_suggest, "a mapping skeleton for every stream of a recording"
     )
     add_recording(s)
     add_out(s, "the mapping YAML")
-    s.set_defaults(func=_cmd_suggest)
 
-    c = msub.add_parser(
+    c = add_command(
+        mapping,
         "check",
-        help="what a mapping does with a recording (nothing is written to a lake)",
-        description="Normalizes the recording into a temporary lake and shows per stream the "
-        "rule and layer that took it, the table, rows written and quarantined, and why. Exit 1 "
-        "when a rule matches a stream it cannot decode (the stream then lands in its generic "
-        "table).",
+        _cmd_check,
+        "what a mapping does with a recording (nothing is written to a lake)",
     )
     add_recording(c)
     c.add_argument(
@@ -113,7 +121,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--no-default", action="store_true", help="leave the shipped default mapping out"
     )
     add_json(c)
-    c.set_defaults(func=_cmd_check)
 
 
 __all__ = ["add_commands", "layered_mapping", "recording"]

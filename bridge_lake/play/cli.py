@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bridge_lake.cli_common import add_lake
+from bridge_lake.cli_common import add_command, add_lake
 from bridge_lake.errors import BridgeLakeError
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = add_command(
+        sub,
         "play",
-        help="serve a bag, MCAP, scene or lake drive over the Foxglove WebSocket protocol",
-        description="Play a recording in real time (or --rate R, --max-speed) to the Foxglove "
-        "app and any Foxglove WebSocket client (open ws://HOST:PORT in Foxglove: Open "
-        "connection > Foxglove WebSocket). Every message's send error is measured; the "
-        "summary table ends every run.",
+        run,
+        "serve a bag, MCAP, scene or lake drive over the Foxglove WebSocket protocol",
     )
     p.add_argument(
         "source",
@@ -56,10 +54,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         "loaded machine",
     )
     p.add_argument("--report", type=Path, help="write the measured figures as JSON")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Play a recording in real time (or --rate R, --max-speed) to the Foxglove app and any
+    Foxglove WebSocket client (open ws://HOST:PORT in Foxglove: Open connection > Foxglove
+    WebSocket). Every message's send error is measured; the summary table ends every run."""
     from bridge_lake.export.trim import parse_time
     from bridge_lake.play.player import PlayError, PlayOptions, play
     from bridge_lake.play.report import PlayReport

@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge_lake.cli_common import add_json, add_lake, add_report, lake_from_args, table_lines
+from bridge_lake.cli_common import (
+    add_command,
+    add_group,
+    add_json,
+    add_lake,
+    add_report,
+    lake_from_args,
+    table_lines,
+)
 from bridge_lake.errors import BridgeLakeError
 
 
@@ -116,6 +124,8 @@ def variants_from_args(args: argparse.Namespace) -> list:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    """Cut scenes from the lake as trimmed MCAPs with JSON manifests, optionally with a
+    fault-injected variant of each."""
     from bridge_lake.scenes.sets import (
         build_scene_set,
         manifest_path_for,
@@ -288,6 +298,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    """Three levels: data (topics, counts, every message decodes), timing (intervals,
+    reordering, gaps, exactly the listed faults), content (checksums against the source or the
+    lake). Exit 0 pass, 1 fail, 2 error."""
     from bridge_lake import settings
     from bridge_lake.scenes.replay import replay_check
     from bridge_lake.scenes.replay_report import render_html, render_json, render_table
@@ -313,22 +326,22 @@ INJECT_HELP = (
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add `scenes` (list, export, validate) and `replay-check` to `bridge-lake`."""
-    p = sub.add_parser("scenes", help="scene catalog and scene sets: list, export, validate")
-    scenes = p.add_subparsers(dest="scenes_command", required=True, help="what to do")
+    scenes = add_group(
+        sub, "scenes", "scene catalog and scene sets: list, export, validate", "what to do"
+    )
 
-    q = scenes.add_parser("list", help="the scene catalog as a table")
+    q = add_command(scenes, "list", _cmd_list, "the scene catalog as a table")
     add_lake(q)
     q.add_argument("--drive", nargs="+", help="only these drives")
     q.add_argument("--scene", nargs="+", help="scene id globs")
     q.add_argument("--tag", nargs="+", help="scenes with any of these tags")
     add_json(q)
-    q.set_defaults(func=_cmd_list)
 
-    q = scenes.add_parser(
+    q = add_command(
+        scenes,
         "export",
-        help="a scene or a tag across drives to a folder (MCAP + manifest each)",
-        description="Cut scenes from the lake as trimmed MCAPs with JSON manifests, "
-        "optionally with a fault-injected variant of each.",
+        _cmd_export,
+        "a scene or a tag across drives to a folder (MCAP + manifest each)",
     )
     add_lake(q)
     q.add_argument("--scene", nargs="+", help="scene id globs")
@@ -342,27 +355,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--mapping", type=Path, help="topic mapping YAML instead of the default")
     q.add_argument("--force", action="store_true", help="overwrite existing files")
     q.add_argument("--quiet", action="store_true", help="no line per file")
-    q.set_defaults(func=_cmd_export)
 
-    q = scenes.add_parser("validate", help="check a folder of scenes against its manifests")
+    q = add_command(
+        scenes, "validate", _cmd_validate, "check a folder of scenes against its manifests"
+    )
     q.add_argument("folder", type=Path, help="a folder of scene MCAPs with their manifests")
     q.add_argument("--replay", action="store_true", help="also run replay-check on each file")
     q.add_argument("--against", help="with --replay: compare with this lake's rows")
     add_json(q)
-    q.set_defaults(func=_cmd_validate)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "replay-check",
-        help="validate a scene MCAP: data, timing and content against its manifest",
-        description="Three levels: data (topics, counts, every message decodes), timing "
-        "(intervals, reordering, gaps, exactly the listed faults), content (checksums "
-        "against the source or the lake). Exit 0 pass, 1 fail, 2 error.",
+        _cmd_replay,
+        "validate a scene MCAP: data, timing and content against its manifest",
     )
     p.add_argument("file", type=Path, help="scene MCAP")
     p.add_argument("--manifest", type=Path, help="manifest JSON (default: beside the file)")
     p.add_argument("--against", help="lake root: compare with the lake's rows")
     add_report(p)
-    p.set_defaults(func=_cmd_replay)
 
 
 def main(argv: list[str] | None = None) -> int:
