@@ -41,6 +41,7 @@ def _add_source(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    """write realistic synthetic drive folders"""
     from tqdm import tqdm
 
     from bridge_lake.synth import synthesize
@@ -61,13 +62,16 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    """synthesize drives and run the whole pipeline in-process"""
     from bridge_lake.demo import run_demo
 
     return run_demo(args.workdir, **_drive_options(args), out=sys.stdout).exit_code
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    """Register the drive folders of LANDING as partitions of the Dagster instance in
+    """run every layer for the drive folders of a landing zone
+
+    Register the drive folders of LANDING as partitions of the Dagster instance in
     $DAGSTER_HOME (default ./.dagster_home) and run lake_job for each, as the landing-zone
     sensor would: in this process, or with --launch as runs the instance launches;
     `dagster dev` on the same home shows the runs."""
@@ -90,6 +94,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    """describe an ADTF .dat recording (like `mcap info`)"""
     # Exit 0: the file read whole; 1: it has damage (listed, like `mcap doctor`); 2: it is
     # not an ADTF recording or cannot be read at all.
     import json
@@ -133,6 +138,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    """run DuckDB SQL over the lake's views (sql/views.sql)"""
     from bridge_lake import query_output as qo
     from bridge_lake.lake.query import connect
 
@@ -166,7 +172,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    """Export one drive of the lake through its topic mapping
+    """write a drive as ROS 1 bag, ROS 2 bag, MCAP or TUM trajectories
+
+    Export one drive of the lake through its topic mapping
     (bridge_lake/export/mappings/<source>.yaml or --mapping)."""
     from tqdm import tqdm
 
@@ -216,6 +224,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_health(args: argparse.Namespace) -> int:
+    """check any bag or MCAP with independent readers (like mcap doctor + rosbag info)"""
     import json
 
     from bridge_lake.export.health import check_file, render_html, render_table
@@ -228,7 +237,10 @@ def _cmd_health(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
-    """Keeps every complete message (and the whole records of a cut compressed chunk),
+    """rewrite a recording cut short (MCAP, ROS 1 bag, ROS 2 bag, ADTF .dat) as a valid indexed
+    file (like `mcap recover` / `rosbag reindex`)
+
+    Keeps every complete message (and the whole records of a cut compressed chunk),
     rebuilds index and summary, reports kept/dropped per topic or stream. Exit 0: the input
     was intact; 1: it was damaged and what could be kept was written; 2: nothing could be
     written."""
@@ -242,7 +254,9 @@ def _cmd_recover(args: argparse.Namespace) -> int:
 
 
 def _cmd_waypoints(args: argparse.Namespace) -> int:
-    """Autoware 1.x waypoints (waypoint_saver's CSV: x,y,z [m], yaw [rad], velocity [km/h],
+    """write an Autoware 1.x waypoint CSV from a lake drive or any bag / MCAP
+
+    Autoware 1.x waypoints (waypoint_saver's CSV: x,y,z [m], yaw [rad], velocity [km/h],
     change_flag) from a drive's calibrated poses or a pose topic of a ROS 1 bag, ROS 2 bag or
     MCAP file; the plot is written beside the CSV (.svg)."""
     from bridge_lake.waypoints import (
@@ -307,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, help="the command")
 
-    p = add_command(sub, "synth", _cmd_synth, "write realistic synthetic drive folders")
+    p = add_command(sub, "synth", _cmd_synth)
     p.add_argument("--out", type=Path, required=True, help="landing-zone folder to write into")
     p.add_argument("--drives", type=int, default=1, help="how many drive folders")
     p.add_argument("--minutes", type=float, default=1.0, help="length of each drive")
@@ -318,9 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="replace drive folders that already hold files"
     )
 
-    p = add_command(
-        sub, "demo", _cmd_demo, "synthesize drives and run the whole pipeline in-process"
-    )
+    p = add_command(sub, "demo", _cmd_demo)
     p.add_argument("--workdir", type=Path, default=Path("demo"), help="where landing/ and lake/ go")
     p.add_argument("--drives", type=int, default=2, help="how many drives")
     p.add_argument(
@@ -332,9 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed of the drives")
     _add_source(p)
 
-    p = add_command(
-        sub, "ingest", _cmd_ingest, "run every layer for the drive folders of a landing zone"
-    )
+    p = add_command(sub, "ingest", _cmd_ingest)
     p.add_argument("landing", help="landing zone: a local folder or s3://bucket/prefix")
     p.add_argument("--drive", nargs="+", help="only these drive ids (default: every drive)")
     add_lake(p)
@@ -356,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every drive, also those an earlier run did with the same inputs and code",
     )
 
-    p = add_command(sub, "info", _cmd_info, "describe an ADTF .dat recording (like `mcap info`)")
+    p = add_command(sub, "info", _cmd_info)
     add_recording(p)
     add_json(p)
     p.add_argument(
@@ -366,9 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: $BRIDGE_LAKE_ADTF_MAPPING, if set)",
     )
 
-    p = add_command(
-        sub, "query", _cmd_query, "run DuckDB SQL over the lake's views (sql/views.sql)"
-    )
+    p = add_command(sub, "query", _cmd_query)
     p.add_argument("sql", help='e.g. "select * from sensor_rates"')
     add_lake(p)
     p.add_argument(
@@ -385,12 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-width", type=int, default=40, help="characters per text cell in a table")
     p.add_argument("--width", type=int, help="table width in characters (default: the terminal's)")
 
-    p = add_command(
-        sub,
-        "export",
-        _cmd_export,
-        "write a drive as ROS 1 bag, ROS 2 bag, MCAP or TUM trajectories",
-    )
+    p = add_command(sub, "export", _cmd_export)
     add_lake(p)
     p.add_argument("--drive", required=True, help="drive id (a partition of the lake)")
     p.add_argument(
@@ -427,22 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    p = add_command(
-        sub,
-        "health",
-        _cmd_health,
-        "check any bag or MCAP with independent readers (like mcap doctor + rosbag info)",
-    )
+    p = add_command(sub, "health", _cmd_health)
     p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
     add_report(p)
 
-    p = add_command(
-        sub,
-        "recover",
-        _cmd_recover,
-        "rewrite a recording cut short (MCAP, ROS 1 bag, ROS 2 bag, ADTF .dat) as a "
-        "valid indexed file (like `mcap recover` / `rosbag reindex`)",
-    )
+    p = add_command(sub, "recover", _cmd_recover)
     p.add_argument("input", type=Path, help="the damaged file (a ROS 2 bag: its folder)")
     p.add_argument("output", type=Path, help="the recovered copy (never the input)")
     p.add_argument(
@@ -454,12 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_json(p, "machine-readable report")
     p.add_argument("--force", action="store_true", help="replace an existing output")
 
-    p = add_command(
-        sub,
-        "waypoints",
-        _cmd_waypoints,
-        "write an Autoware 1.x waypoint CSV from a lake drive or any bag / MCAP",
-    )
+    p = add_command(sub, "waypoints", _cmd_waypoints)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--drive", help="drive id (a partition of the lake)")
     source.add_argument("--bag", type=Path, help="ROS 1 .bag, ROS 2 bag folder or .mcap file")

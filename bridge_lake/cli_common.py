@@ -22,31 +22,38 @@ Handler = Callable[[argparse.Namespace], int]
 """What a command runs: its parsed arguments in, its exit code out (`bridge-lake` main)."""
 
 
+def _parser(sub: argparse._SubParsersAction, name: str, doc: str | None) -> argparse.ArgumentParser:
+    """The parser of command `name`, described by `doc`: its first paragraph is the command's
+    line in the list of commands, the paragraphs after it (if any) the command's own `--help`
+    description. argparse reflows both (no formatter_class), so line breaks do not show."""
+    help, _, description = inspect.cleandoc(doc or "").partition("\n\n")
+    return sub.add_parser(name, help=help or None, description=description or None)
+
+
 def add_command(
-    sub: argparse._SubParsersAction, name: str, func: Handler, help: str
+    sub: argparse._SubParsersAction, name: str, func: Handler
 ) -> argparse.ArgumentParser:
-    """Command `name` running `func`: `help` is its line in the command list, `func`'s
-    docstring its `--help` description (none without one). The handler's docstring is the one
-    place that says what a command does, so the text cannot drift from the code doing it.
-    Returns the command's parser for its arguments."""
-    p = sub.add_parser(name, help=help, description=inspect.getdoc(func))
+    """Command `name` running `func`, described by `func`'s docstring (see `_parser`): the
+    handler's docstring is the one place that says what a command does, beside the code doing
+    it. Returns the command's parser, for its arguments."""
+    doc = inspect.getdoc(func)
+    if not doc and sys.flags.optimize < 2:  # python -OO strips docstrings: no help, still runs
+        raise TypeError(f"{func.__qualname__}: a command's handler needs a docstring (its help)")
+    p = _parser(sub, name, doc)
     p.set_defaults(func=func)
     return p
 
 
 def add_group(
-    sub: argparse._SubParsersAction,
-    name: str,
-    help: str,
-    commands_help: str,
-    description: str | None = None,
+    sub: argparse._SubParsersAction, name: str, doc: str, commands_help: str
 ) -> argparse._SubParsersAction:
-    """Command group `name` (`bridge-lake NAME SUBCOMMAND`), which runs nothing itself: `help`
-    its line in the command list, `description` its `--help` text, `commands_help` the line
-    over its subcommands. A subcommand is required; its name lands in `args.<name>_command`.
-    Returns the group's subparsers, for `add_command`."""
-    p = sub.add_parser(name, help=help, description=description)
-    return p.add_subparsers(dest=f"{name}_command", required=True, help=commands_help)
+    """Command group `name` (`bridge-lake NAME SUBCOMMAND`), which runs nothing itself: `doc`
+    describes it like a handler's docstring, `commands_help` is the line over its subcommands.
+    A subcommand is required; its name lands in `args.<name>_command`. Returns the group's
+    subparsers, for `add_command`."""
+    return _parser(sub, name, doc).add_subparsers(
+        dest=f"{name}_command", required=True, help=commands_help
+    )
 
 
 def add_lake(p: argparse.ArgumentParser, help: str = LAKE_HELP) -> None:

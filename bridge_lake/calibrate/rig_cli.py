@@ -20,14 +20,18 @@ from bridge_lake.cli_common import (
 )
 from bridge_lake.errors import BridgeLakeError
 
-RIG_DESCRIPTION = """A drive whose vehicle has no rig is calibrated without transforms: its
-exports stay in sensor frames, without /tf_static and /tf. `rig init` writes the rig YAML for it
-(format: bridge_lake/calibrate/rig.py) with every sensor frame of the drive, the conventions in
-comments and the numbers to measure left as null."""
+RIG_DOC = """rig calibrations: write a template for a vehicle that has none
+
+A drive whose vehicle has no rig is calibrated without transforms: its exports stay in sensor
+frames, without /tf_static and /tf. `rig init` writes the rig YAML for it (format:
+bridge_lake/calibrate/rig.py) with every sensor frame of the drive, the conventions in comments and
+the numbers to measure left as null."""
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
-    """From a drive in the lake (--drive: the frame_id of every row of its imu, gnss, heading,
+    """a rig YAML template listing every sensor frame of a drive or recording
+
+    From a drive in the lake (--drive: the frame_id of every row of its imu, gnss, heading,
     lidar, camera and laser tables, its vehicle and date) or from an ADTF recording (the frames
     its stream mapping gives; --vehicle names the vehicle)."""
     from bridge_lake.calibrate.rig_template import drive_rig_template, recording_rig_template
@@ -53,19 +57,8 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    rig = add_group(
-        sub,
-        "rig",
-        "rig calibrations: write a template for a vehicle that has none",
-        "the rig command",
-        RIG_DESCRIPTION,
-    )
-    i = add_command(
-        rig,
-        "init",
-        _cmd_init,
-        "a rig YAML template listing every sensor frame of a drive or recording",
-    )
+    rig = add_group(sub, "rig", RIG_DOC, "the rig command")
+    i = add_command(rig, "init", _cmd_init)
     i.add_argument("file", type=Path, nargs="?", help="an ADTF recording (instead of --drive)")
     i.add_argument("--drive", help="a drive id in the lake")
     add_lake(i, "lake root (default: $BRIDGE_LAKE_ROOT)")

@@ -18,7 +18,9 @@ from bridge_lake.normalize.adtf_mapping import resolve_mapping
 
 
 def _cmd_live(args: argparse.Namespace) -> int:
-    """Follow PATH (a .dat being written, or a drive folder whose recorder writes parts) and
+    """follow an ADTF recording while it is written; serve it over Foxglove WebSocket
+
+    Follow PATH (a .dat being written, or a drive folder whose recorder writes parts) and
     publish every sample through the export's topic mapping, over a Foxglove WebSocket server
     and into --out (an MCAP flushed per poll). Ends when the file is closed, has not grown for
     --idle-s, or the last part of a folder ended."""
@@ -61,6 +63,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
 
 
 def _cmd_live_check(args: argparse.Namespace) -> int:
+    """compare a live MCAP's messages per topic with the drive's offline export"""
     from bridge_lake.live.check import compare_counts
 
     check = compare_counts(args.live, args.offline)
@@ -69,12 +72,7 @@ def _cmd_live_check(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = add_command(
-        sub,
-        "live",
-        _cmd_live,
-        "follow an ADTF recording while it is written; serve it over Foxglove WebSocket",
-    )
+    p = add_command(sub, "live", _cmd_live)
     p.add_argument("path", help="the recording being written, or the drive folder")
     p.add_argument(
         "--catalog-from",
@@ -93,12 +91,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", type=Path, help="write the summary as JSON")
 
-    p = add_command(
-        sub,
-        "live-check",
-        _cmd_live_check,
-        "compare a live MCAP's messages per topic with the drive's offline export",
-    )
+    p = add_command(sub, "live-check", _cmd_live_check)
     p.add_argument("live", type=Path, help="the MCAP `bridge-lake live --out` wrote")
     p.add_argument("offline", type=Path, help="the drive's offline export (MCAP)")
 

@@ -25,9 +25,11 @@ from bridge_lake.cli_common import (
 )
 from bridge_lake.errors import BridgeLakeError
 
-MAPPING_DESCRIPTION = """ADTF streams become rows of the sensor tables through mapping rules
-(bridge_lake/normalize/adtf_mapping.yaml explains them). Layers match in the order: the drive's
-own file (drive.yaml `mapping:` beside the recording), the user's (--mapping or
+MAPPING_DOC = """write or try an ADTF stream mapping for a recording
+
+ADTF streams become rows of the sensor tables through mapping rules
+(bridge_lake/normalize/adtf_mapping.yaml explains them). Layers match in the order: the drive's own
+file (drive.yaml `mapping:` beside the recording), the user's (--mapping or
 $BRIDGE_LAKE_ADTF_MAPPING), the shipped default."""
 
 
@@ -52,7 +54,9 @@ def layered_mapping(file: Path, user: Path | None, *, default: bool = True):
 
 
 def _cmd_suggest(args: argparse.Namespace) -> int:
-    """One rule per DDL struct of the recording, its elements listed with types and units;
+    """a mapping skeleton for every stream of a recording
+
+    One rule per DDL struct of the recording, its elements listed with types and units;
     rules whose table the element names make obvious (lat/lon/alt → gnss, acc/gyro → imu, CAN
     id/data/dlc/channel → can_frames, point arrays → lidar_scans) are live, the others commented
     out with the generic table their streams land in without a rule."""
@@ -71,7 +75,9 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    """Normalizes the recording into a temporary lake and shows per stream the rule and layer
+    """what a mapping does with a recording (nothing is written to a lake)
+
+    Normalizes the recording into a temporary lake and shows per stream the rule and layer
     that took it, the table, rows written and quarantined, and why. Exit 1 when a rule matches
     a stream it cannot decode (the stream then lands in its generic table)."""
     from bridge_lake.normalize.adtf_mapping_tools import check_recording, render_check
@@ -91,26 +97,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    mapping = add_group(
-        sub,
-        "mapping",
-        "write or try an ADTF stream mapping for a recording",
-        "the mapping command",
-        MAPPING_DESCRIPTION,
-    )
+    mapping = add_group(sub, "mapping", MAPPING_DOC, "the mapping command")
 
-    s = add_command(
-        mapping, "suggest", _cmd_suggest, "a mapping skeleton for every stream of a recording"
-    )
+    s = add_command(mapping, "suggest", _cmd_suggest)
     add_recording(s)
     add_out(s, "the mapping YAML")
 
-    c = add_command(
-        mapping,
-        "check",
-        _cmd_check,
-        "what a mapping does with a recording (nothing is written to a lake)",
-    )
+    c = add_command(mapping, "check", _cmd_check)
     add_recording(c)
     c.add_argument(
         "--mapping",

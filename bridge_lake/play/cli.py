@@ -10,12 +10,7 @@ from bridge_lake.errors import BridgeLakeError
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = add_command(
-        sub,
-        "play",
-        run,
-        "serve a bag, MCAP, scene or lake drive over the Foxglove WebSocket protocol",
-    )
+    p = add_command(sub, "play", run)
     p.add_argument(
         "source",
         nargs="?",
@@ -57,7 +52,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play a recording in real time (or --rate R, --max-speed) to the Foxglove app and any
+    """serve a bag, MCAP, scene or lake drive over the Foxglove WebSocket protocol
+
+    Play a recording in real time (or --rate R, --max-speed) to the Foxglove app and any
     Foxglove WebSocket client (open ws://HOST:PORT in Foxglove: Open connection > Foxglove
     WebSocket). Every message's send error is measured; the summary table ends every run."""
     from bridge_lake.export.trim import parse_time

@@ -49,6 +49,7 @@ def _print_table(header: list[str], rows: list[list[str]]) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    """the scene catalog as a table"""
     from bridge_lake.export.exporter import drive_span
     from bridge_lake.scenes.sets import SETS, read_catalog, select_scenes
 
@@ -124,7 +125,9 @@ def variants_from_args(args: argparse.Namespace) -> list:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    """Cut scenes from the lake as trimmed MCAPs with JSON manifests, optionally with a
+    """a scene or a tag across drives to a folder (MCAP + manifest each)
+
+    Cut scenes from the lake as trimmed MCAPs with JSON manifests, optionally with a
     fault-injected variant of each."""
     from bridge_lake.scenes.sets import (
         build_scene_set,
@@ -257,6 +260,7 @@ def validate_folder(folder: Path) -> list[dict[str, Any]]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    """check a folder of scenes against its manifests"""
     from bridge_lake.scenes.replay import replay_check
 
     folder = Path(args.folder)
@@ -298,7 +302,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    """Three levels: data (topics, counts, every message decodes), timing (intervals,
+    """validate a scene MCAP: data, timing and content against its manifest
+
+    Three levels: data (topics, counts, every message decodes), timing (intervals,
     reordering, gaps, exactly the listed faults), content (checksums against the source or the
     lake). Exit 0 pass, 1 fail, 2 error."""
     from bridge_lake import settings
@@ -330,19 +336,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         sub, "scenes", "scene catalog and scene sets: list, export, validate", "what to do"
     )
 
-    q = add_command(scenes, "list", _cmd_list, "the scene catalog as a table")
+    q = add_command(scenes, "list", _cmd_list)
     add_lake(q)
     q.add_argument("--drive", nargs="+", help="only these drives")
     q.add_argument("--scene", nargs="+", help="scene id globs")
     q.add_argument("--tag", nargs="+", help="scenes with any of these tags")
     add_json(q)
 
-    q = add_command(
-        scenes,
-        "export",
-        _cmd_export,
-        "a scene or a tag across drives to a folder (MCAP + manifest each)",
-    )
+    q = add_command(scenes, "export", _cmd_export)
     add_lake(q)
     q.add_argument("--scene", nargs="+", help="scene id globs")
     q.add_argument("--tag", nargs="+", help="every scene with any of these tags")
@@ -356,20 +357,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--force", action="store_true", help="overwrite existing files")
     q.add_argument("--quiet", action="store_true", help="no line per file")
 
-    q = add_command(
-        scenes, "validate", _cmd_validate, "check a folder of scenes against its manifests"
-    )
+    q = add_command(scenes, "validate", _cmd_validate)
     q.add_argument("folder", type=Path, help="a folder of scene MCAPs with their manifests")
     q.add_argument("--replay", action="store_true", help="also run replay-check on each file")
     q.add_argument("--against", help="with --replay: compare with this lake's rows")
     add_json(q)
 
-    p = add_command(
-        sub,
-        "replay-check",
-        _cmd_replay,
-        "validate a scene MCAP: data, timing and content against its manifest",
-    )
+    p = add_command(sub, "replay-check", _cmd_replay)
     p.add_argument("file", type=Path, help="scene MCAP")
     p.add_argument("--manifest", type=Path, help="manifest JSON (default: beside the file)")
     p.add_argument("--against", help="lake root: compare with the lake's rows")
