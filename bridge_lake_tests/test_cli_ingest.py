@@ -165,6 +165,27 @@ def test_missing_landing_folder_is_named(tmp_path, capsys, monkeypatch):
     assert f"landing folder {tmp_path / 'nowhere'} is missing" in err
 
 
+def test_a_rerun_skips_a_drive_done_unless_its_lake_output_is_gone(tmp_path, capsys, monkeypatch):
+    """Unchanged inputs and code: skipped. The lake wiped under the same path: the instance
+    still records the drive as done, but its outputs are gone, so the drive runs again."""
+    import shutil
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    (made,) = synthesize(landing, drives=1, minutes=0.05, light=True, source="adtf")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    args = ["ingest", str(landing), "--lake", str(lake)]
+    assert main(args) in (0, 1)
+    capsys.readouterr()
+    assert main(args) == 0
+    drives, *_ = parse_summary(capsys.readouterr().out)
+    assert drives == {made.drive_id: "skipped"}
+    shutil.rmtree(lake)
+    assert main(args) in (0, 1)
+    drives, *_ = parse_summary(capsys.readouterr().out)
+    assert drives[made.drive_id] in ("ok", "warn")
+    assert list((lake / "raw").rglob("*.parquet"))
+
+
 def _wait_for(stream, text: str, timeout_s: float) -> str:
     seen = ""
     end = time.monotonic() + timeout_s

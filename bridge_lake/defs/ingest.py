@@ -48,6 +48,7 @@ from bridge_lake.defs.resume import (
 from bridge_lake.defs.summary import print_summary, write_log
 from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
 
 DRIVE_TAG = "bridge_lake/drive"
@@ -178,7 +179,8 @@ def run_drives(
                 drives_partitions.name, [d.drive_id for d in found if d.drive_id not in known]
             )
             keys = [dg.AssetKey.from_user_string(n.key) for n in nodes]
-            done = {} if force else done_drives(instance, lake_job.name, keys, tags)
+            exists = Lake(lake, settings.storage_options(lake)).fs.exists
+            done = {} if force else done_drives(instance, lake_job.name, keys, tags, exists)
             todo = [d.drive_id for d in found if d.drive_id not in done]
             for d, run_id in done.items():
                 print(f"  {d}: done by run {run_id[:8]} with the same inputs and code: "

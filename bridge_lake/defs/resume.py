@@ -5,7 +5,9 @@ the lake it writes, the BRIDGE_LAKE_* settings and the rig and mapping files the
 the digest of the code (every source file of the package, and the Dagster version). A drive
 is skipped when the latest lake_job run of its partition has both tags equal to now, ended
 in SUCCESS, and is the run of the latest materialization of every asset of the partition:
-the instance's materialization records say nothing has replaced or lost its output since.
+the instance's materialization records say nothing has replaced its output since. The outputs
+those records point at (`dagster/uri`) must still exist: a lake wiped or moved away under the
+same path re-runs its drives instead of reporting them done over an empty lake.
 An interrupted ingest is resumed by running it again: its canceled drive and those it never
 started are not done, so they run.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -73,9 +75,11 @@ def done_drives(
     job_name: str,
     asset_keys: Iterable[dg.AssetKey],
     tags: Mapping[str, Mapping[str, str]],
+    exists: Callable[[str], bool],
 ) -> dict[str, str]:
     """drive → the run that did it, for the drives of `tags` (drive → the tags a run of it
-    would carry now) that a run with the same tags finished and nothing replaced since."""
+    would carry now) that a run with the same tags finished, nothing replaced since, and whose
+    outputs are still there (`exists(uri)` for every materialization that names one)."""
     keys = list(asset_keys)
     out = {}
     for drive, want in tags.items():
@@ -89,13 +93,23 @@ def done_drives(
             continue
         if any(run.tags.get(k) != v for k, v in want.items()):
             continue
-        if all(_latest_run(instance, key, drive) == run.run_id for key in keys):
+        latest = [_latest(instance, key, drive) for key in keys]
+        if all(r is not None and r.run_id == run.run_id for r in latest) and all(
+            exists(uri) for uri in map(_uri, latest) if uri
+        ):
             out[drive] = run.run_id
     return out
 
 
-def _latest_run(instance: dg.DagsterInstance, key: dg.AssetKey, drive: str) -> str | None:
+def _latest(instance: dg.DagsterInstance, key: dg.AssetKey, drive: str) -> dg.EventLogRecord | None:
     result = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[drive]), limit=1
     )
-    return result.records[0].run_id if result.records else None
+    return result.records[0] if result.records else None
+
+
+def _uri(record: dg.EventLogRecord | None) -> str | None:
+    """Where a materialization says its output is (`dagster/uri`), if it says."""
+    m = record.asset_materialization if record is not None else None
+    value = m.metadata.get("dagster/uri") if m is not None else None
+    return str(getattr(value, "value", value)) if value is not None else None
