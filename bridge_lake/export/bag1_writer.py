@@ -2,8 +2,8 @@
 
 rosbags' `Writer.write` takes one message per call and builds its record header from
 Python objects (~15 us a message), and `write_chunk` writes each index entry with its own
-call: for small messages the bag writer was the export's bottleneck (a drive of 40-byte
-structs went to MCAP 10x faster than to a bag). `BulkBag1Writer.write_batch` lays out the
+call: for small messages the bag writer was the export's bottleneck (docs/benchmarks.md,
+issue 21). `BulkBag1Writer.write_batch` lays out the
 message records of a whole batch with numpy (the same bytes `write` produces: a header of
 op, conn and time fields, the data length, the data), appends them to rosbags' open chunk,
 closes chunks at the same threshold rule, and writes each chunk's index with one call. The

@@ -267,8 +267,8 @@ class Player:
         server, clock, report = self.server, self.clock, self.report
         self._open_reader(self.first_ns)
         assert self._reader is not None
-        if not self.o.max_speed:  # RSS follows the read-ahead, not the heap's holes; at
-            memory.release_large_frees()  # max speed each big frame's pages: 200 vs 380 MB/s
+        if not self.o.max_speed:  # RSS follows the read-ahead, not the heap's holes; at max
+            memory.release_large_frees()  # speed it halves throughput (docs/benchmarks.md)
         first = await asyncio.to_thread(self._reader.peek, 30.0)  # anchor once data is there
         precise_sleeps()
         switch = SWITCH_INTERVAL_S
