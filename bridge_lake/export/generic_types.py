@@ -54,9 +54,11 @@ def plan_types(ctx: DriveContext, lanes: list[Lane]) -> GenericPlan:
     generic = [lane for lane in lanes if lane.rule.type in (DDL_TYPE, JSON_TYPE, ADTF_SAMPLE_TYPE)]
     sample_lanes = [x for x in generic if lane_type(x) == ADTF_SAMPLE_TYPE]
     warnings = _unusable_ddl(ctx.lake, ctx.drive, sample_lanes)
-    return plan_generic(
+    plan = plan_generic(
         lanes, lambda: {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in ctx.streams}, warnings
     )
+    _check_renames([(lane, lane.extra["struct"]) for lane in lanes if "struct" in lane.extra])
+    return plan
 
 
 def plan_generic(
@@ -97,7 +99,6 @@ def plan_generic(
             continue
         sets[package].add(root)
         roots.append((lane, root))
-    _check_renames(roots)
     texts: dict[str, str] = {}
     for type_set in sets.values():
         texts.update(type_set.resolve())
@@ -111,7 +112,9 @@ def plan_generic(
 
 def _check_renames(roots: list[tuple[Lane, RosStruct]]) -> None:
     """A `rename` key that names no top-level element of any struct its rule covers is a
-    typo, not a choice: fail naming it rather than export the field under its old name."""
+    typo, not a choice: fail naming it rather than export the field under its old name.
+    Offline only, where every stream of the drive is known (the live bridge meets streams one
+    at a time, and a key may be for a struct still to come)."""
     elements: dict[int, tuple[TopicRule, set[str]]] = {}
     for lane, root in roots:
         _, names = elements.setdefault(id(lane.rule), (lane.rule, set()))
