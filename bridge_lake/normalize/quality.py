@@ -260,7 +260,7 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
             f"{_count(len(drift), 'device clock')} over {DRIFT_LIMIT_PPM:g} ppm of drift: "
             + _listed([f"{stream} {ppm:+g} ppm" for stream, ppm in drift.items()])
             if drift
-            else f"{len(fits)} device clocks within {DRIFT_LIMIT_PPM:g} ppm",
+            else f"{_count(len(fits), 'device clock')} within {DRIFT_LIMIT_PPM:g} ppm",
         ),
         coverage_finding(streams),
         *mapping_findings(streams),
@@ -402,7 +402,7 @@ def quarantine_findings(streams: list) -> list[Finding]:
             "quarantined: "
             + _listed([f"{n} {v['quarantined']} of {v['read']}" for n, v in heavy.items()])
             if heavy
-            else f"{total} records quarantined, no stream over {QUARANTINE_LIMIT:.0%}",
+            else f"{_count(total, 'record')} quarantined, no stream over {QUARANTINE_LIMIT:.0%}",
         )
     ]
 
