@@ -10,16 +10,20 @@ import shutil
 
 import pyarrow.compute as pc
 import pytest
+import yaml
 from rosbags.rosbag1 import Reader as Bag1Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from bridge_lake.calibrate.drive import calibrate_drive
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest, export_drive
+from bridge_lake.export.generic_types import plan_generic, plan_types
 from bridge_lake.export.health import Kind
 from bridge_lake.export.lake_exports import export_to_lake
-from bridge_lake.export.mapping import TopicRule
+from bridge_lake.export.mapping import TopicRule, parse_mapping
 from bridge_lake.export.messages.ddl_types import field_name
+from bridge_lake.export.source import Lane
 from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
 from bridge_lake.normalize.drive import normalize_drive
@@ -264,6 +268,26 @@ def test_a_mapping_renames_topics_fields_and_the_package(real_lake, tmp_path):
     with pytest.raises(BridgeLakeError, match=r"options\.rename\.testvall: no element 'testvall'"):
         export_drive(lake, "real", tmp_path / "y.bag", ExportRequest(format="bag1", mapping=typo))
     assert not (tmp_path / "y.bag").exists()
+
+
+def test_one_stream_at_a_time_skips_the_drive_wide_rename_check(real_lake):
+    """The live bridge plans a rule's streams one by one (`plan_generic`): a rename key for a
+    struct still to come must not fail the stream at hand. The offline plan, which sees every
+    stream of the drive, fails on the same key (test above)."""
+    lake, _, _ = real_lake
+    ctx = DriveContext.load(lake, "real")
+    catalog = {r["stream"]: (r["ddl_struct"], r["ddl"]) for r in ctx.streams}
+    doc = yaml.safe_load(
+        "topics:\n  - topic: /vehicle/{stream}\n    type: ddl\n    table: normalized/ddl_mytype\n"
+        "    split_by: stream\n    options: {rename: {testvall: value_a}}\n"
+    )
+    rule = parse_mapping(doc, "live.yaml").topics[0]
+    lane = Lane("/vehicle/test_serialize", rule, "rec", {"stream": "test_serialize"})
+    plan = plan_generic([lane], lambda: catalog)
+    assert lane.extra["type"] == "adtf_msgs/msg/Mytype" and not plan.warnings
+    offline = Lane("/vehicle/test_serialize", rule, "rec", {"stream": "test_serialize"})
+    with pytest.raises(BridgeLakeError, match=r"options\.rename\.testvall: no element"):
+        plan_types(ctx, [offline])
 
 
 def test_cli_fails_naming_unsupported_topics_or_skips_them(real_lake, tmp_path, capsys):
