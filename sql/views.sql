@@ -89,8 +89,12 @@ CREATE OR REPLACE VIEW calibrated_map_origin AS
 SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/map_origin/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
-CREATE OR REPLACE VIEW calibrated_lidar_points AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/lidar_points/*/*.parquet',
+CREATE OR REPLACE VIEW calibrated_lidar_transforms AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/lidar_transforms/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
+CREATE OR REPLACE VIEW calibrated_deskewed_points AS
+SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/deskewed_points/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_frames AS
@@ -135,3 +139,17 @@ SELECT drive, "table", stream, rows_written, mean_rate_hz, expected_rate_hz,
        records_read - rows_written - rows_quarantined AS unaccounted
 FROM normalized_streams
 ORDER BY drive, "table", stream;
+
+-- Lidar points in base_link: each normalized point moved by its scan's transform (float32, as
+-- the exporters compute it), and the stored points of deskewed drives (bridge_lake.lake.base_link).
+CREATE OR REPLACE VIEW calibrated_lidar_points AS
+SELECT p.scan_id,
+       ((p.x * t.r00 + p.y * t.r01) + p.z * t.r02) + t.tx AS x,
+       ((p.x * t.r10 + p.y * t.r11) + p.z * t.r12) + t.ty AS y,
+       ((p.x * t.r20 + p.y * t.r21) + p.z * t.r22) + t.tz AS z,
+       p.intensity, p.ring, p.time_offset_ns, p.drive
+FROM normalized_lidar_points p
+JOIN calibrated_lidar_transforms t USING (drive, scan_id)
+WHERE NOT t.stored
+UNION ALL
+SELECT scan_id, x, y, z, intensity, ring, time_offset_ns, drive FROM calibrated_deskewed_points;

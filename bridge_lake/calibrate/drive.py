@@ -1,9 +1,11 @@
-"""Calibrate one drive: rig → /tf_static rows, poses, lidar points in base_link, key frames.
+"""Calibrate one drive: rig → /tf_static rows, poses, per-scan lidar transforms, key frames.
 
 Reads the normalized layer (never the raw files), stages every calibrated table, lets the
 caller audit the figures (the checks) and publishes only if the audit agrees, like the
 normalized layer: readers never see a calibrated drive that failed a blocking check.
-Lidar points stream through in batches, so memory does not grow with the drive's length.
+Lidar points stream through in batches, so memory does not grow with the drive's length;
+they are moved into base_link to be checked, and kept only when deskewed (otherwise the
+per-scan transforms of calibrated/lidar_transforms make them from the normalized points).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from bridge_lake.lake import Lake, PartitionWriter
 from bridge_lake.lake.schemas import RAW_DRIVES, STREAMS
 from bridge_lake.lake.schemas.calibrated import (
     CALIBRATED,
+    DESKEWED_POINTS,
     FRAMES,
-    LIDAR_POINTS,
+    LIDAR_TRANSFORMS,
     MAP_ORIGIN,
     POSES,
     TF_STATIC,
@@ -54,7 +57,9 @@ worlds do not)."""
 SPATIAL_TABLES = tuple(FRAME_KINDS)
 DESKEW_KEY = "deskew"
 """drive.yaml key (true/false) that switches lidar motion compensation on for a drive."""
-ENCODE_THREADS = {LIDAR_POINTS.name: 2}
+ENCODE_THREADS = {DESKEWED_POINTS.name: 2}
+POINT_COLUMNS = ["scan_id", "x", "y", "z"]
+"""What checking a point in base_link reads; a deskewed drive reads the whole row."""
 
 
 @dataclass
@@ -168,12 +173,16 @@ def _calibrate(
     deskewed: set[int] = set()
     if not lidar_frames & set(result.missing_extrinsics):
         transformer = PointTransformer(rig, scans, track=result.track, deskew=result.deskew)
+        writers[LIDAR_TRANSFORMS.name].write(transformer.transforms_table())
         total = int(pc.sum(scans.column("point_count")).as_py() or 0)
         nbytes = 0
-        for batch in lake.iter_batches("normalized", "lidar_points", drive_id):
+        cols = None if result.deskew else POINT_COLUMNS
+        for batch in lake.iter_batches("normalized", "lidar_points", drive_id, columns=cols):
             result.points_in += batch.num_rows
             nbytes += batch.nbytes
-            writers[LIDAR_POINTS.name].write(transformer(batch))
+            moved = transformer(batch)
+            if result.deskew:
+                writers[DESKEWED_POINTS.name].write(transformer.rows(batch, moved))
             if progress is not None:
                 progress(result.points_in, nbytes, total)
         result.points = transformer.stats
@@ -190,9 +199,10 @@ def _calibrate_without_rig(
     streams: pa.Table,
     writers: dict[str, PartitionWriter],
 ) -> None:
-    """A drive whose vehicle has no rig: no transforms, no poses in base_link, no points in
-    base_link (they stay in normalized/lidar_points, in their sensor frames), but its key
-    frames, so the layer is complete and exports run in sensor frames."""
+    """A drive whose vehicle has no rig: no transforms (calibrated/lidar_transforms is empty:
+    its points stay in normalized/lidar_points, in their sensor frames), no poses in
+    base_link, but its key frames, so the layer is complete and exports run in sensor
+    frames."""
     scans = _scans(lake, drive_id)
     result.scans_in = scans.num_rows
     result.points_in = int(pc.sum(scans.column("point_count")).as_py() or 0)

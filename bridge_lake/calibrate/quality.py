@@ -36,8 +36,12 @@ CHECKS: dict[str, dict[str, tuple[str, bool]]] = {
         "quaternions_unit": ("every pose quaternion has norm 1", True),
         "pose_jumps": ("no pose step faster than 2 x the p99 speed + 2 m/s", False),
     },
-    "lidar_points": {
-        "points_conserved": ("every normalized lidar point is in base_link", True),
+    "lidar_transforms": {
+        "points_conserved": (
+            "every lidar scan has its transform into base_link, so every normalized point "
+            "has its base_link place (stored too when deskewed)",
+            True,
+        ),
         "points_plausible": (
             f"points finite and within {MAX_POINT_RANGE_M:g} m of base_link "
             f"(at most {POINT_OUTLIER_SHARE:.1%} beyond)",
@@ -118,15 +122,15 @@ def _rigless_findings(r: CalibrateResult) -> list[Finding]:
         _f("poses", "quaternions_unit", True, "no poses to check"),
         _f("poses", "pose_jumps", True, "no poses to check", pose_jumps=0),
         _f(
-            "lidar_points",
+            "lidar_transforms",
             "points_conserved",
-            r.table_rows.get("lidar_points", 0) == 0,
+            r.table_rows.get("lidar_transforms", 0) == 0,
             f"{note}: {r.points_in} points stay in normalized/lidar_points "
-            "(calibrated/lidar_points is empty)",
+            "(calibrated/lidar_transforms is empty)",
             points_in=r.points_in,
-            points_out=r.table_rows.get("lidar_points", 0),
+            transforms=r.table_rows.get("lidar_transforms", 0),
         ),
-        _f("lidar_points", "points_plausible", True, f"{note}: no point moved to check"),
+        _f("lidar_transforms", "points_plausible", True, f"{note}: no point moved to check"),
     ]
     frames = [
         _f("frames", f.check, True, "no poses without a rig: key frames carry none")
@@ -241,18 +245,29 @@ def _pose_findings(r: CalibrateResult) -> list[Finding]:
 def _point_findings(r: CalibrateResult) -> list[Finding]:
     p = r.points
     share = p.beyond_range / p.points if p.points else 0.0
-    kept = p.points == r.points_in and r.table_rows.get("lidar_points", p.points) == r.points_in
+    transforms = r.table_rows.get("lidar_transforms", r.scans_in)
+    stored = r.table_rows.get("deskewed_points", p.points if r.deskew else 0)
+    kept = (
+        p.points == r.points_in
+        and transforms == r.scans_in
+        and stored == (r.points_in if r.deskew else 0)
+    )
+    how = f", {stored} stored deskewed" if r.deskew else ""
     return [
         _f(
-            "lidar_points",
+            "lidar_transforms",
             "points_conserved",
             kept,
-            f"{p.points} of {r.points_in} normalized points transformed into base_link",
+            f"{p.points} of {r.points_in} normalized points moved into base_link by the "
+            f"transforms of {transforms} of {r.scans_in} scans{how}",
             points_in=r.points_in,
             points_out=p.points,
+            transforms=transforms,
+            scans=r.scans_in,
+            stored_points=stored,
         ),
         _f(
-            "lidar_points",
+            "lidar_transforms",
             "points_plausible",
             p.non_finite == 0 and share <= POINT_OUTLIER_SHARE,
             f"{p.non_finite} non-finite, {p.beyond_range} beyond {MAX_POINT_RANGE_M:g} m "

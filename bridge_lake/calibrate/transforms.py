@@ -1,9 +1,13 @@
 """A rig as static transforms, and lidar points moved into base_link (optionally deskewed).
 
 `tf_static_table` is the single source of /tf_static: one row per rig frame, parent → child.
-`PointTransformer` moves normalized lidar points (sensor frames) into base_link batch by
-batch: one rotation per lidar stream, applied with `geometry.transform_points` (float32,
-in place, no per-scan Python), so a drive's points stream through with bounded memory.
+`PointTransformer` gives each lidar scan its sensor → base_link transform (the rows of
+calibrated/lidar_transforms: base_link points are computed from them where they are read,
+never stored twice) and moves normalized lidar points into base_link batch by batch to check
+them: one rotation per lidar stream, applied with `geometry.transform_points` (float32, in
+place, no per-scan Python), so a drive's points stream through with bounded memory. Only a
+deskewed drive's points are kept (calibrated/deskewed_points): its motion per point is no
+per-scan transform.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from scipy.spatial.transform import Rotation
 from bridge_lake.calibrate.poses import PoseTrack
 from bridge_lake.calibrate.rig import Rig
 from bridge_lake.geometry import transform_points
-from bridge_lake.lake.schemas.calibrated import LIDAR_POINTS, TF_STATIC
+from bridge_lake.lake.schemas.calibrated import DESKEWED_POINTS, LIDAR_TRANSFORMS, TF_STATIC
 
 DESKEW_CHUNK = 1 << 18
 """Points deskewed per step: bounds the (n, 3, 3) rotation gather to ~20 MB."""
@@ -94,7 +98,28 @@ class PointTransformer:
         self.stats = PointStats()
         self.deskewed_scans: set[int] = set()
 
-    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+    def transforms_table(self) -> pa.Table:
+        """calibrated/lidar_transforms: one row per scan, its frame's extrinsic in float32
+        (the precision points are transformed in); `stored` when the drive is deskewed."""
+        rot = np.stack([np.asarray(e.matrix, np.float32) for e in self._extrinsics])
+        tra = np.stack([np.asarray(e.translation, np.float32) for e in self._extrinsics])
+        k = self._frame_of_scan
+        cols: dict[str, pa.Array | np.ndarray] = {
+            "scan_id": self._scan_ids,
+            "frame_id": pa.array(self._names[k].tolist(), pa.string()),
+        }
+        for i in range(3):
+            for j in range(3):
+                cols[f"r{i}{j}"] = rot[k, i, j]
+        for i, axis in enumerate("xyz"):
+            cols[f"t{axis}"] = tra[k, i]
+        cols["stored"] = np.full(len(k), self._track is not None)
+        return pa.table(cols, schema=LIDAR_TRANSFORMS.schema)
+
+    def __call__(self, batch: pa.RecordBatch) -> np.ndarray:
+        """The batch's points in base_link as a (3, n) float32 array (deskewed when the drive
+        is), counted for the checks; the batch needs scan_id, x, y, z (and time_offset_ns to
+        deskew)."""
         scan_id = batch.column("scan_id").to_numpy()
         pos = np.searchsorted(self._scan_ids, scan_id)
         frame = self._frame_of_scan[pos]
@@ -112,15 +137,16 @@ class PointTransformer:
         if self._track is not None:
             self._deskew(out, batch, pos)
         self._count(out)
-        cols = {
-            "scan_id": batch.column("scan_id"),
-            "x": pa.array(out[0]),
-            "y": pa.array(out[1]),
-            "z": pa.array(out[2]),
-        }
+        return out
+
+    @staticmethod
+    def rows(batch: pa.RecordBatch, xyz: np.ndarray) -> pa.RecordBatch:
+        """calibrated/deskewed_points rows: the batch with its points at `xyz`."""
+        cols = {"scan_id": batch.column("scan_id")}
+        cols |= {axis: pa.array(xyz[i]) for i, axis in enumerate("xyz")}
         for name in ("intensity", "ring", "time_offset_ns"):
             cols[name] = batch.column(name)
-        return pa.RecordBatch.from_pydict(cols, schema=LIDAR_POINTS.schema)
+        return pa.RecordBatch.from_pydict(cols, schema=DESKEWED_POINTS.schema)
 
     def _deskew(self, xyz: np.ndarray, batch: pa.RecordBatch, pos: np.ndarray) -> None:
         assert self._track is not None

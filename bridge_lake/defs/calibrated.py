@@ -26,8 +26,9 @@ from bridge_lake.lake.schemas.calibrated import CALIBRATED
 from bridge_lake.progress import Progress
 
 LAYER = "calibrated"
-TABLE_OF_ASSET = {"map_origin": "poses"}
-"""Tables written beside another asset's table (map_origin is part of calibrated_poses)."""
+TABLE_OF_ASSET = {"map_origin": "poses", "deskewed_points": "lidar_transforms"}
+"""Tables written beside another asset's table (map_origin is part of calibrated_poses, the
+points of a deskewed drive part of its lidar transforms)."""
 ASSET_TABLES = [name for name in CALIBRATED if name not in TABLE_OF_ASSET]
 
 

@@ -30,6 +30,8 @@ def render_tables_md() -> str:
         lines.append("")
         if spec.name == "adtf_payloads":
             lines += GENERIC_TABLES
+        if spec.name == "deskewed_points":
+            lines += BASE_LINK_VIEW
     return "\n".join(lines)
 
 
@@ -53,6 +55,20 @@ GENERIC_TABLES = [
     "",
 ]
 """docs for the generic tables, which have no TableSpec (their schemas come from recordings)."""
+
+BASE_LINK_VIEW = [
+    "## calibrated_lidar_points (a view, not a table)",
+    "",
+    "Every lidar point in base_link (REP-103), with ring, intensity and per-point time: the "
+    "normalized/lidar_points rows moved by their scan's calibrated/lidar_transforms row in "
+    "float32, plus the stored calibrated/deskewed_points of deskewed drives. No second copy "
+    "of the points is stored. DuckDB: the view `calibrated_lidar_points` of sql/views.sql; "
+    'polars: `bridge_lake.lake.query.scan("lidar_points", layer="calibrated")`; exports: '
+    "`options: {points: base_link}` on a PointCloud2 rule. Its columns are those of "
+    "calibrated/deskewed_points above, then `drive` (bridge_lake/lake/base_link.py).",
+    "",
+]
+"""docs for the base_link view, made from two tables (bridge_lake.lake.base_link)."""
 
 
 if __name__ == "__main__":

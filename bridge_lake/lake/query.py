@@ -14,6 +14,7 @@ import polars as pl
 import pyarrow as pa
 
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.lake import base_link
 from bridge_lake.lake.paths import LAYERS, validate_drive_id
 from bridge_lake.lake.schemas import GENERIC_PREFIX, TABLES
 from bridge_lake.lake.storage import Lake
@@ -33,11 +34,18 @@ def scan(
     """A LazyFrame over one table with `drive` as a text column (leading zeros kept).
 
     Filters on `drive` (or the `drives` argument) prune partitions: polars skips the other
-    folders' files without opening them.
+    folders' files without opening them. `scan("lidar_points", layer="calibrated")` is the
+    base_link view of bridge_lake.lake.base_link (made from the normalized points).
     """
     lake = Lake(lake) if isinstance(lake, str) else lake
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}")
+    if (layer, table) == ("calibrated", "lidar_points"):
+        return base_link.frame(
+            scan("lidar_points", lake=lake, drives=drives),
+            scan("lidar_transforms", lake=lake, layer="calibrated", drives=drives),
+            scan("deskewed_points", lake=lake, layer="calibrated", drives=drives),
+        )
     wanted = None if drives is None else [validate_drive_id(d) for d in drives]
     if lake.is_local:
         source: str | list[str] = f"{lake.table_dir(layer, table)}/"

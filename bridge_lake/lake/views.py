@@ -7,6 +7,7 @@ see identical views.
 
 from __future__ import annotations
 
+from bridge_lake.lake import base_link
 from bridge_lake.lake.schemas import TABLES, TableSpec
 
 HEADER = """\
@@ -49,7 +50,8 @@ SELECT drive, "table", stream, rows_written, mean_rate_hz, expected_rate_hz,
        records_read - rows_written - rows_quarantined AS unaccounted
 FROM normalized_streams
 ORDER BY drive, "table", stream;
-"""
+
+""" + base_link.view_sql()
 
 
 def view_name(layer: str, table: str) -> str:

@@ -225,8 +225,9 @@ def source_tables(lake: Lake, drive: str, result: ExportResult, mapping: Mapping
     tables = {t.table for t in result.topics.values()}
     for rule in mapping.topics:
         if rule.table in tables and rule.type == "sensor_msgs/msg/PointCloud2":
-            layer = "calibrated" if rule.options.get("points") == "base_link" else "normalized"
-            tables.add(f"{layer}/lidar_points")
+            tables.add("normalized/lidar_points")
+            if rule.options.get("points") == "base_link":
+                tables.update(("calibrated/lidar_transforms", "calibrated/deskewed_points"))
     tables.update(ALWAYS_TABLES)
     return sorted(t for t in tables if lake.has_partition(*t.split("/"), drive))
 

@@ -17,10 +17,14 @@ from bridge_lake.calibrate.quality import CHECKS, findings
 from bridge_lake.calibrate.rig import SHIPPED_RIGS
 from bridge_lake.formats.nclt import constants as C
 from bridge_lake.lake import Lake
+from bridge_lake.lake.query import scan
 from bridge_lake_tests.calibrate.test_rig import homo
 
 
 def table(lake: Lake, layer: str, name: str, drive: str) -> pa.Table:
+    """A table's partition; calibrated/lidar_points is the base_link view (lake.base_link)."""
+    if (layer, name) == ("calibrated", "lidar_points"):
+        return scan(name, lake=lake, layer=layer, drives=[drive]).collect().to_arrow()
     return lake.read_partition(layer, name, drive)
 
 
@@ -144,8 +148,8 @@ def test_unknown_vehicle_and_a_calibration_from_after_the_drive(synthetic_lake, 
     assert published and result.rigless
     assert "no rig calibration for vehicle 'truck-7'" in warned(result)["rig_found"]
     assert "test-vehicle-01" in warned(result)["rig_found"]  # says what exists
-    for table in ("tf_static", "poses", "lidar_points"):
-        assert lake.read_partition("calibrated", table, drive).num_rows == 0, table
+    for name in ("tf_static", "poses", "lidar_transforms", "deskewed_points", "lidar_points"):
+        assert table(lake, "calibrated", name, drive).num_rows == 0, name
     frames = lake.read_partition("calibrated", "frames", drive)
     assert frames.num_rows == result.scans_in > 0
     doc = yaml.safe_load((SHIPPED_RIGS / "test-vehicle-01.yaml").read_text())
@@ -184,8 +188,12 @@ def test_deskew_is_a_per_drive_option(synthetic_lake, tmp_path):
     assert published and result.deskew and result.points.deskewed_points > 0
     frames = lake.read_partition("calibrated", "frames", drive)
     assert pc.any(frames.column("deskewed")).as_py()
-    plain = synthetic_lake.lake.read_partition("calibrated", "lidar_points", drive)
-    moved = lake.read_partition("calibrated", "lidar_points", drive)
+    plain = table(synthetic_lake.lake, "calibrated", "lidar_points", drive)
+    moved = table(lake, "calibrated", "lidar_points", drive)
+    stored = lake.read_partition("calibrated", "deskewed_points", drive)
+    assert stored.num_rows == moved.num_rows == plain.num_rows  # deskewed: every point kept
+    assert pc.all(lake.read_partition("calibrated", "lidar_transforms", drive)["stored"]).as_py()
+    assert not synthetic_lake.lake.read_partition("calibrated", "deskewed_points", drive).num_rows
     d = np.abs(moved.column("x").to_numpy() - plain.column("x").to_numpy())
     # the Segway moves at up to ~1.8 m/s: points late in a 100 ms scan move by centimetres
     assert 0.01 < d.max() < 0.5 and math.isfinite(d.sum())

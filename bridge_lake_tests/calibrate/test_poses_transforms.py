@@ -104,9 +104,16 @@ def test_points_land_where_the_rig_says(tmp_path):
     t = PointTransformer(rig, scans)
     out = t(points_batch([7, 7], np.array([[10.0, 0, 0], [0, 0, -2.0]])))
     # the lidar looks left (yaw 90°) from 1 m forward, 2 m up: its x is base_link's y
-    np.testing.assert_allclose(out.column("x").to_numpy(), [1, 1], atol=1e-6)
-    np.testing.assert_allclose(out.column("y").to_numpy(), [10, 0], atol=1e-6)
-    np.testing.assert_allclose(out.column("z").to_numpy(), [2, 0], atol=1e-6)
+    np.testing.assert_allclose(out[0], [1, 1], atol=1e-6)
+    np.testing.assert_allclose(out[1], [10, 0], atol=1e-6)
+    np.testing.assert_allclose(out[2], [2, 0], atol=1e-6)
+    # the scan's row of calibrated/lidar_transforms moves its points the same way
+    row = t.transforms_table().to_pylist()[0]
+    r = np.array([[row[f"r{i}{j}"] for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(
+        r @ [10.0, 0, 0] + [row["tx"], row["ty"], row["tz"]], [1, 10, 2], atol=1e-6
+    )
+    assert row["scan_id"] == 7 and row["frame_id"] == "lidar" and not row["stored"]
     assert t.stats.points == 2 and t.stats.non_finite == 0
     table = tf_static_table(rig)
     assert table.column("child_frame").to_pylist() == ["lidar"]
@@ -152,9 +159,8 @@ def test_deskew_removes_the_motion_smear_of_a_moving_scan(tmp_path):
     scans = pa.table({"scan_id": [1], "frame_id": ["lidar"], "time_ns": [T0 + 500_000_000]})
     batch = points_batch(np.ones(n, int), in_sensor, np.round(offsets * 1e9).astype(np.int32))
 
-    def error(points: pa.RecordBatch) -> np.ndarray:
-        got = np.stack([points.column(c).to_numpy() for c in "xyz"], -1)
-        return np.linalg.norm(got - truth, axis=1)
+    def error(points: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(points.T - truth, axis=1)
 
     plain = PointTransformer(rig, scans, track=track, deskew=False)(batch)
     deskewer = PointTransformer(rig, scans, track=track, deskew=True)

@@ -57,8 +57,8 @@ def test_calibrated_assets_for_both_sources(landing, tmp_path):
             assert poses["dagster/row_count"].value > 0
             report = open(poses["report"].value, encoding="utf-8").read()
             assert 'id="trajectory"' in report and "<line" in report and " m</text>" in report
-            schema = mats["calibrated_lidar_points"].metadata["dagster/column_schema"].value
-            assert schema.columns[1].description == "x in base_link [m]"
+            schema = mats["calibrated_lidar_transforms"].metadata["dagster/column_schema"].value
+            assert schema.columns[2].description == "rotation row 0, column 0 (sensor → base_link)"
     con = connect(str(lake_root))
     rows = dict(con.sql("select drive, count(*) from calibrated_poses group by all").fetchall())
     assert set(rows) == set(drive_ids) and min(rows.values()) > 100

@@ -1,5 +1,5 @@
-"""sensor_msgs/PointCloud2 from normalized/lidar_scans with their points (normalized or
-calibrated lidar_points); protobuf: foxglove.PointCloud.
+"""sensor_msgs/PointCloud2 from normalized/lidar_scans with their points (in the sensor frame,
+or in base_link through calibrated/lidar_transforms); protobuf: foxglove.PointCloud.
 
 One unorganized cloud (height 1, width counts[i]) per scan, stamped at the scan start. The
 points of all clouds are packed into one structured array of the point layout
@@ -39,6 +39,7 @@ from bridge_lake.export.protobuf.geometry import IDENTITY
 from bridge_lake.export.protobuf.wire import Fields
 from bridge_lake.export.source import Builder, ExportError, np_column, read_rows
 from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
+from bridge_lake.geometry import transform_points
 from bridge_lake.lake import Lake
 
 POINT_BATCH_POINTS = 1 << 20
@@ -229,11 +230,11 @@ class ScanPoints:
     dozens of parts of a long drive would make memory grow with its length.
     """
 
-    def __init__(self, lake: Lake, layer: str, drive: str) -> None:
+    def __init__(self, lake: Lake, layer: str, drive: str, table: str = "lidar_points") -> None:
         self.lake = lake
-        self.paths = lake.partition_files(layer, "lidar_points", drive)
+        self.paths = lake.partition_files(layer, table, drive)
         if not self.paths:
-            raise ExportError(f"drive {drive} has no {layer}/lidar_points partition")
+            raise ExportError(f"drive {drive} has no {layer}/{table} partition")
         fs = None if lake.is_local else lake.fs
         self.footers = [pq.read_metadata(p, filesystem=fs) for p in self.paths]
         self.groups: list[tuple[int, int, int, int]] = []
@@ -272,10 +273,63 @@ class ScanPoints:
         return table.slice(int(a), int(b - a))
 
 
+class BaseLinkPoints:
+    """Points of a scan-id range in base_link, as the view calibrated_lidar_points makes them
+    (bridge_lake.lake.base_link): the normalized points moved by their scan's transform, one
+    `transform_points` per sensor frame; a deskewed drive's stored points as they are."""
+
+    def __init__(self, lake: Lake, drive: str) -> None:
+        tf = lake.read_partition("calibrated", "lidar_transforms", drive)
+        if not tf.num_rows:
+            raise ExportError(
+                f"drive {drive} has no calibrated/lidar_transforms rows (no rig): its points "
+                "exist only in their sensor frames (options.points: sensor)"
+            )
+        if pa.compute.all(tf.column("stored")).as_py():
+            self.source, self.ids = ScanPoints(lake, "calibrated", drive, "deskewed_points"), None
+            return
+        self.source = ScanPoints(lake, "normalized", drive)
+        tf = tf.sort_by("scan_id")
+        self.ids = tf.column("scan_id").to_numpy()
+        frames = np.asarray(tf.column("frame_id").to_pylist(), dtype=object).astype(str)
+        names, self.frame_of = np.unique(frames, return_inverse=True)
+        first = [int(np.flatnonzero(self.frame_of == k)[0]) for k in range(len(names))]
+        col = {c: tf.column(c).to_numpy() for c in tf.column_names if c[0] in "rt"}
+        self.transforms = [
+            (
+                np.array([[col[f"r{i}{j}"][row] for j in range(3)] for i in range(3)]),
+                np.array([col[f"t{a}"][row] for a in "xyz"]),
+            )
+            for row in first
+        ]
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        pts = self.source.read(lo, hi)
+        if self.ids is None or not pts.num_rows:
+            return pts
+        pos = np.searchsorted(self.ids, pts.column("scan_id").to_numpy())
+        if np.any(pos >= len(self.ids)) or np.any(
+            self.ids[np.minimum(pos, len(self.ids) - 1)] != pts.column("scan_id").to_numpy()
+        ):
+            raise ExportError("a lidar scan has points but no row in calibrated/lidar_transforms")
+        frame = self.frame_of[pos]
+        x, y, z = (np.asarray(pts.column(c).to_numpy(), np.float32) for c in "xyz")
+        out = np.empty((3, len(x)), np.float32)
+        for k, (rotation, translation) in enumerate(self.transforms):
+            sel = frame == k
+            if sel.all():
+                transform_points(rotation, translation, x, y, z, out=out)
+            elif sel.any():
+                out[:, sel] = transform_points(rotation, translation, x[sel], y[sel], z[sel])
+        for i, c in enumerate("xyz"):
+            pts = pts.set_column(pts.schema.get_field_index(c), c, pa.array(out[i]))
+        return pts
+
+
 class PointCloudBuilder(Builder):
     """lidar_scans rows (one message each, stamped at the scan start) with their points from
-    normalized/lidar_points (sensor frame) or calibrated/lidar_points (base_link), read by
-    scan-id range so row-group statistics skip the rest of the drive."""
+    normalized/lidar_points (sensor frame) or in base_link (BaseLinkPoints), read by scan-id
+    range so row-group statistics skip the rest of the drive."""
 
     columns = ["time_ns", "scan_id", "point_count"]
     batch_rows = 16
@@ -285,8 +339,10 @@ class PointCloudBuilder(Builder):
         where = lane.rule.options.get("points", "sensor")
         if where not in ("sensor", "base_link"):
             raise ExportError(f"{lane.topic}: options.points must be sensor or base_link")
-        self.points = ScanPoints(
-            lake, "calibrated" if where == "base_link" else "normalized", drive
+        self.points = (
+            BaseLinkPoints(lake, drive)
+            if where == "base_link"
+            else ScanPoints(lake, "normalized", drive)
         )
         layout = lane.rule.options.get("layout", "xyzirt")
         if layout not in LAYOUTS:

@@ -91,11 +91,44 @@ MAP_ORIGIN = TableSpec(
     ),
 )
 
-LIDAR_POINTS = TableSpec(
+LIDAR_TRANSFORMS = TableSpec(
     "calibrated",
-    "lidar_points",
-    "Every lidar point in base_link (REP-103), keeping ring, intensity and per-point time; "
-    "optionally deskewed to its scan's time (calibrated/frames.deskewed).",
+    "lidar_transforms",
+    "One row per lidar scan: the rigid transform that moves its points from the sensor frame "
+    "into base_link (REP-103), p_base = R p + t, from the drive's rig. With it, every "
+    "normalized/lidar_points row is a base_link point without a second stored copy: the view "
+    "calibrated_lidar_points (sql/views.sql, bridge_lake.lake.query.scan) applies it in float32, "
+    "the exporters likewise. A deskewed drive stores its points in calibrated/deskewed_points "
+    "instead (stored = true).",
+    columns(
+        """
+        scan_id   int64!    normalized/lidar_scans.scan_id
+        frame_id  string!   the scan's sensor frame
+        r00       float32!  rotation row 0, column 0 (sensor → base_link)
+        r01       float32!  rotation row 0, column 1
+        r02       float32!  rotation row 0, column 2
+        r10       float32!  rotation row 1, column 0
+        r11       float32!  rotation row 1, column 1
+        r12       float32!  rotation row 1, column 2
+        r20       float32!  rotation row 2, column 0
+        r21       float32!  rotation row 2, column 1
+        r22       float32!  rotation row 2, column 2
+        tx        float32!  translation x [m]
+        ty        float32!  translation y [m]
+        tz        float32!  translation z [m]
+        stored    bool!     the drive is deskewed: this scan's base_link points are the
+            stored rows of calibrated/deskewed_points, not computed from this row
+        """
+    ),
+)
+
+DESKEWED_POINTS = TableSpec(
+    "calibrated",
+    "deskewed_points",
+    "Every base_link point of a deskewed drive (drive.yaml `deskew: true`), each moved to where "
+    "it would have been seen at its scan's start, p_ref = T_ref⁻¹ T(t) p (points without a "
+    "time or a pose only transformed; calibrated/frames.deskewed says which scans moved): a "
+    "motion no per-scan transform can express. Empty for drives without deskew.",
     lidar_point_columns("normalized/lidar_scans", "base_link"),
 )
 
@@ -144,5 +177,5 @@ FRAMES = TableSpec(
 )
 
 CALIBRATED: dict[str, TableSpec] = {
-    t.name: t for t in (TF_STATIC, POSES, MAP_ORIGIN, LIDAR_POINTS, FRAMES)
+    t.name: t for t in (TF_STATIC, POSES, MAP_ORIGIN, LIDAR_TRANSFORMS, DESKEWED_POINTS, FRAMES)
 }
