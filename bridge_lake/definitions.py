@@ -7,7 +7,7 @@ import dagster as dg
 from bridge_lake.defs.calibrated import calibrated
 from bridge_lake.defs.executors import lake_executor
 from bridge_lake.defs.exports import exports
-from bridge_lake.defs.jobs import lake_job
+from bridge_lake.defs.jobs import export_job, lake_job
 from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.normalized import normalized
 from bridge_lake.defs.raw import raw_manifest
@@ -18,14 +18,18 @@ from bridge_lake.defs.schedules import build_gap_schedule
 from bridge_lake.defs.sensors import landing_zone_sensor
 from bridge_lake.defs.waypoints import waypoints
 
-ASSETS = [raw_manifest, normalized, calibrated, exports, scene_catalog, scene_sets, waypoints]
-"""Every asset, in pipeline order; the demo and the gap schedule take them from here."""
+LAKE_ASSETS = [raw_manifest, normalized, calibrated, scene_catalog, scene_sets, waypoints]
+"""The default layers, in pipeline order (lake_job): the sensor, the schedule, ingest and
+backfills run these; ingest and the demo report on them."""
+ON_DEMAND = [exports]
+"""Made only when asked (export_job, the UI, `bridge-lake export`): the whole-drive export."""
+ASSETS = [*LAKE_ASSETS, *ON_DEMAND]
 
 defs = dg.Definitions(
     assets=[landing_drive, *ASSETS],  # landing_drive: observed by the sensor, not materialized
-    jobs=[lake_job],
+    jobs=[lake_job, export_job],
     sensors=[landing_zone_sensor],
-    schedules=[build_gap_schedule([key for a in ASSETS for key in a.keys])],
+    schedules=[build_gap_schedule([key for a in LAKE_ASSETS for key in a.keys])],
     resources=default_resources(),
     executor=lake_executor(),
 )

@@ -20,9 +20,11 @@ from bridge_lake.defs.ingest import (
     Drive,
     IngestResult,
     dagster_home,
+    export_drives,
     print_ui_command,
     run_drives,
 )
+from bridge_lake.defs.outcomes import DriveOutcome
 from bridge_lake.demo_online import follow_and_recover
 from bridge_lake.landing import LandingZone
 from bridge_lake.synth import SynthDrive, synthesize
@@ -64,40 +66,55 @@ def run_demo(
     fingerprints = LandingZone(str(landing_root)).scan().drives
     found = [Drive(d.drive_id, d.source, fingerprints[d.drive_id]) for d in made]
     result = run_drives(str(landing_root), str(lake_root), found, home, out)
-    online_ok = _online(workdir, made, result, out)
+    print("\nOn demand: the whole-drive export of each drive (export_job; `bridge-lake "
+          "export` does the same outside Dagster):", file=out)  # fmt: skip
+    exports = export_drives(home, str(landing_root), str(lake_root), found, out)
+    for o in exports:
+        for p in (p for a in o.assets for p in a.problems):
+            print(f"      {p}", file=out)
+    online_ok = _online(workdir, made, exports, out)
     print_ui_command(home, str(lake_root), str(landing_root), out)
-    _print_next(result, lake_root, out)
-    return DemoResult(result, online_ok)
+    _print_next(result, exports, lake_root, out)
+    return DemoResult(result, exports, online_ok)
 
 
 @dataclass
 class DemoResult:
     ingest: IngestResult
+    exports: list[DriveOutcome]
+    """the on-demand whole-drive export of each drive"""
     online_ok: bool
     """the live bridge agreed with the export and the recovery kept samples (or no ADTF
     drive was exported to try them on)"""
 
     @property
     def exit_code(self) -> int:
-        """The ingest's exit code; 1 when it is 0 but the online steps disagreed."""
-        return self.ingest.exit_code or (0 if self.online_ok else 1)
+        """The ingest's exit code; 1 when it is 0 but an export failed or the online steps
+        disagreed."""
+        bad = any(o.bad for o in self.exports) or not self.online_ok
+        return self.ingest.exit_code or (1 if bad else 0)
 
 
-def _online(workdir: Path, made: list[SynthDrive], result: IngestResult, out: TextIO) -> bool:
-    """The online bridge and crash recovery on the first ADTF drive the ingest exported."""
-    exported = {
-        o.drive_id: a.path for o in result.outcomes for a in o.assets if a.path.endswith(".mcap")
-    }
+def _exported(exports: list[DriveOutcome]) -> dict[str, str]:
+    """drive → its MCAP export."""
+    return {o.drive_id: a.path for o in exports for a in o.assets if a.path.endswith(".mcap")}
+
+
+def _online(
+    workdir: Path, made: list[SynthDrive], exports: list[DriveOutcome], out: TextIO
+) -> bool:
+    """The online bridge and crash recovery on the first ADTF drive exported."""
+    exported = _exported(exports)
     for d in made:
         if d.source == "adtf" and d.drive_id in exported:
             return follow_and_recover(workdir, d.path, Path(exported[d.drive_id]), out)
     return True
 
 
-def _print_next(result: IngestResult, lake: Path, out: TextIO) -> None:
+def _print_next(result: IngestResult, exports: list[DriveOutcome], lake: Path, out: TextIO) -> None:
     """Where to go from here: the reports, `query`, `ingest` on your own drives, `play`."""
     reports = sorted({a.report for o in result.outcomes for a in o.assets if a.report})
-    mcaps = [a.path for o in result.outcomes for a in o.assets if a.path.endswith(".mcap")]
+    mcaps = list(_exported(exports).values())
     query = shlex.join(["bridge-lake", "query", QUERY, "--lake", str(lake)])
     print("\nNext:", file=out)
     for r in reports:

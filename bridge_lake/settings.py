@@ -35,7 +35,7 @@ def landing_root() -> str:
     return os.environ.get("BRIDGE_LAKE_LANDING", DEFAULT_LANDING)
 
 
-EXECUTORS = ("multiprocess", "celery")
+EXECUTORS = ("in_process", "multiprocess", "celery")
 
 
 def executor() -> str:

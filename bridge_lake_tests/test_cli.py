@@ -59,13 +59,15 @@ def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     assert main(["demo", "--workdir", str(tmp_path), "--minutes", "0.05"]) == 0
     out = capsys.readouterr().out
-    from bridge_lake.definitions import ASSETS
+    from bridge_lake.definitions import LAKE_ASSETS
 
-    per_drive = sum(len(a.keys) for a in ASSETS)  # raw 1, normalized 13, calibrated 4, ...
+    per_drive = sum(len(a.keys) for a in LAKE_ASSETS)  # raw 1, normalized 13, calibrated 4, ...
     assert "Summary" in out and "\n2 drives: " in out and f". {2 * per_drive} assets: " in out
     assert ", 0 failed, " in out and "FAILED" not in out and "not run" not in out
-    for asset in ("normalized_lidar_points", "calibrated_poses", "calibrated_frames", "exports"):
+    for asset in ("normalized_lidar_points", "calibrated_poses", "calibrated_frames"):
         assert asset in out
+    # the whole-drive export is on demand; the demo asks for it after the default layers
+    assert "On demand: the whole-drive export" in out and out.count("... ok in ") >= 2
     assert " dev -w " in out and "workspace.yaml -h 127.0.0.1 -p 3000" in out
     # the closing lines point at the reports, query, ingest and play
     assert f"open the report   {tmp_path}/lake/reports/drive=" in out

@@ -52,7 +52,7 @@ def recorded(home: Path, drive: str) -> tuple[dg.DagsterRunStatus, set[str], lis
     CLI's (materialization records and the asset-check execution table): the run status,
     the assets materialized by it, its failed checks as (asset, check, severity, evaluation)
     and how many of its checks passed."""
-    from bridge_lake.definitions import ASSETS
+    from bridge_lake.definitions import LAKE_ASSETS as ASSETS
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs(dg.RunsFilter(tags={"dagster/partition": drive}), limit=1)
@@ -103,9 +103,9 @@ def test_summary_statuses_and_counts_match_the_instance(tmp_path, capsys, monkey
     drives, assets, problems, counts = parse_summary(out)
     assert set(drives) == {good.drive_id, "typo", "empty", "real"}
 
-    from bridge_lake.definitions import ASSETS
+    from bridge_lake.definitions import LAKE_ASSETS
 
-    all_assets = [k.to_user_string() for a in ASSETS for k in a.keys]
+    all_assets = [k.to_user_string() for a in LAKE_ASSETS for k in a.keys]
     bad_drives = all_passed = 0
     for drive, status in drives.items():
         run_status, materialized, failed, passed = recorded(home, drive)
@@ -252,6 +252,7 @@ def _assert_published_passed(instance: dg.DagsterInstance, lake: Path, ids: list
     materialization in the instance, and each blocking check the asset declares has a
     passed result recorded by that run."""
     from bridge_lake.definitions import ASSETS
+    from bridge_lake.defs.calibrated import TABLE_OF_ASSET
 
     blocking = {}
     for a in ASSETS:
@@ -262,7 +263,7 @@ def _assert_published_passed(instance: dg.DagsterInstance, lake: Path, ids: list
         for part in sorted((lake / layer).glob("*/drive=*")):
             table, drive = part.parent.name, part.name.removeprefix("drive=")
             assert drive in ids
-            asset = f"{layer}_{'poses' if table == 'map_origin' else table}"
+            asset = f"{layer}_{TABLE_OF_ASSET.get(table, table)}"
             recs = instance.fetch_materializations(
                 dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[drive]),
                 limit=1,

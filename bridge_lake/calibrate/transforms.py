@@ -101,6 +101,8 @@ class PointTransformer:
     def transforms_table(self) -> pa.Table:
         """calibrated/lidar_transforms: one row per scan, its frame's extrinsic in float32
         (the precision points are transformed in); `stored` when the drive is deskewed."""
+        if not self._extrinsics:  # a drive without lidar scans
+            return LIDAR_TRANSFORMS.schema.empty_table()
         rot = np.stack([np.asarray(e.matrix, np.float32) for e in self._extrinsics])
         tra = np.stack([np.asarray(e.translation, np.float32) for e in self._extrinsics])
         k = self._frame_of_scan

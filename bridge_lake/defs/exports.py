@@ -1,5 +1,6 @@
 """exports: the drive as MCAP (and on request ROS 1 / ROS 2 bags) in the lake, each file
-re-opened by independent readers before it counts as done."""
+re-opened by independent readers before it counts as done. On demand (defs/jobs.py): not in
+lake_job; materialize it in the UI, run export_job, or use `bridge-lake export`."""
 
 import tempfile
 from collections.abc import Iterator
@@ -61,8 +62,10 @@ health problems (`export.health.Kind`), transforms the drive context."""
     group_name="exports",
     kinds={"mcap", "ros"},
     deps=[calibrated_asset(t) for t in ASSET_TABLES],
-    description="The drive as MCAP (ROS 2 messages; bags on request) through the topic "
-    "mapping of its source, under <lake>/exports/drive=<id>/, checked by independent readers.",
+    description="ON DEMAND (not in lake_job): the whole drive as MCAP (ROS 2 messages; bags "
+    "on request) through the topic mapping of its source, under <lake>/exports/drive=<id>/, "
+    "checked by independent readers. Get one here with Materialize (pick the drive's "
+    "partition), by a run of export_job, or with `bridge-lake export --drive ID --out FILE`.",
     check_specs=check_specs(ASSET, CHECKS),
     op_tags=HEAVY,
     pool="exports",

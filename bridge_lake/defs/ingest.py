@@ -26,7 +26,7 @@ import dagster as dg
 from bridge_lake import settings
 from bridge_lake.defs import launch as launching
 from bridge_lake.defs.interrupts import StopWatcher
-from bridge_lake.defs.jobs import lake_job
+from bridge_lake.defs.jobs import export_job, lake_job
 from bridge_lake.defs.outcomes import (
     NOT_RUN,
     SKIPPED,
@@ -157,9 +157,9 @@ def run_drives(
 ) -> IngestResult:
     """Register the drives as partitions, skip the ones done (unless `force`), run the rest,
     and print the summary of what the instance recorded."""
-    from bridge_lake.definitions import ASSETS  # the Dagster graph, imported only when run
+    from bridge_lake.definitions import LAKE_ASSETS  # the Dagster graph, imported only when run
 
-    nodes = asset_nodes(ASSETS)
+    nodes = asset_nodes(LAKE_ASSETS)
     config = settings_digest(absolute(lake))  # the same relative path elsewhere is another lake
     code = code_digest()
     tags = {
@@ -226,12 +226,29 @@ class Batch:
     nodes: list[AssetNode]
     out: TextIO
     watcher: StopWatcher
+    job: str = lake_job.name
+
+
+def export_drives(
+    home: Path, landing: str, lake: str, drives: list[Drive], out: TextIO
+) -> list[DriveOutcome]:
+    """The on-demand whole-drive export (export_job) of each drive, in this process, on the
+    instance in `home`: what the demo adds to the default layers."""
+    from bridge_lake.definitions import ON_DEMAND
+
+    tags = {d.drive_id: {DRIVE_TAG: d.drive_id, SOURCE_TAG: d.source} for d in drives}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        with StopWatcher(instance, lambda s: print(s, file=out, flush=True)) as watcher:
+            todo = [d.drive_id for d in drives]
+            nodes = asset_nodes(ON_DEMAND)
+            batch = Batch(instance, landing, lake, todo, tags, nodes, out, watcher, export_job.name)
+            return materialize_drives(batch)
 
 
 def materialize_drives(batch: Batch) -> list[DriveOutcome]:
-    """Run lake_job for each drive in this process, on the batch's instance, tagged as the
-    sensor's runs are, so `dagster dev` on the same home shows them; stop when the watcher
-    says so."""
+    """Run the batch's job (lake_job) for each drive in this process, on the batch's
+    instance, tagged as the sensor's runs are, so `dagster dev` on the same home shows them;
+    stop when the watcher says so."""
     from bridge_lake.definitions import ASSETS
 
     lake, landing = batch.lake, batch.landing
@@ -242,9 +259,9 @@ def materialize_drives(batch: Batch) -> list[DriveOutcome]:
         ),
     }
     # resolved inside: loading Definitions reads the defs state of the current instance
-    job = dg.Definitions(assets=ASSETS, jobs=[lake_job], resources=resources).resolve_job_def(
-        lake_job.name
-    )
+    job = dg.Definitions(
+        assets=ASSETS, jobs=[lake_job, export_job], resources=resources
+    ).resolve_job_def(batch.job)
     instance, todo, out, watcher = batch.instance, batch.todo, batch.out, batch.watcher
     outcomes = []
     for i, drive_id in enumerate(todo, 1):

@@ -27,7 +27,8 @@ from bridge_lake.scenes.sets import (
 )
 
 ASSET = "scene_sets"
-UPSTREAM = ("scene_catalog", "exports")
+UPSTREAM = ("scene_catalog",)
+"""Scenes are cut from the lake through the exporter's windows, not from the whole-drive export."""
 CHECKS = {
     "replay": (
         "every file passes replay-check: decodes, topics and counts as its manifest says, "

@@ -16,7 +16,13 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BRIDGE_LAKE_CELERY_BROKER", raising=False)
 
 
-def test_default_is_the_multiprocess_executor():
+def test_default_is_the_in_process_executor():
+    """A drive's steps are a chain: one process per run, no interpreter per step."""
+    assert lake_executor().name == "in_process"
+
+
+def test_multiprocess_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("BRIDGE_LAKE_EXECUTOR", "multiprocess")
     assert lake_executor().name == "multiprocess"
 
 
@@ -34,5 +40,7 @@ def test_celery_without_a_broker_names_the_missing_variable(monkeypatch: pytest.
 
 def test_unknown_executor_names_the_choices(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("BRIDGE_LAKE_EXECUTOR", "k8s")
-    with pytest.raises(SettingsError, match=r"BRIDGE_LAKE_EXECUTOR='k8s': must be one of multi"):
+    with pytest.raises(
+        SettingsError, match=r"BRIDGE_LAKE_EXECUTOR='k8s': must be one of in_process, multi"
+    ):
         lake_executor()
