@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import TextIO
 
 from bridge_lake.defs.ingest import (
-    Drive,
     IngestResult,
     dagster_home,
     export_drives,
     print_ui_command,
     run_drives,
+    scan_landing,
 )
 from bridge_lake.defs.outcomes import DriveOutcome
 from bridge_lake.demo_online import follow_and_recover
-from bridge_lake.landing import LandingZone
 from bridge_lake.synth import SynthDrive, synthesize
 
 QUERY = "select * from drive_summary"
@@ -63,8 +62,7 @@ def run_demo(
             f"    {d.drive_id:32s} {d.source:5s} {len(d.files):5d} files {size / 1e6:8.1f} MB",
             file=out,
         )
-    fingerprints = LandingZone(str(landing_root)).scan().drives
-    found = [Drive(d.drive_id, d.source, fingerprints[d.drive_id]) for d in made]
+    found = scan_landing(str(landing_root), [d.drive_id for d in made], out)
     result = run_drives(str(landing_root), str(lake_root), found, home, out)
     print("\nOn demand: the whole-drive export of each drive (export_job; `bridge-lake "
           "export` does the same outside Dagster):", file=out)  # fmt: skip

@@ -17,6 +17,7 @@ from bridge_lake.defs.checks import (
     column_schema,
     report_link,
 )
+from bridge_lake.defs.inputs import drive_rig
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.defs.steps import Publication, layer_asset, layer_step
@@ -75,7 +76,7 @@ def _metadata(store, result: CalibrateResult, table: str, report: str) -> dict:
 @layer_step(
     LAYER,
     {name: CALIBRATED[name].description for name in ASSET_TABLES},
-    deps=[normalized_asset(t) for t in NORMALIZED],
+    deps=[*(normalized_asset(t) for t in NORMALIZED), drive_rig.key],
     check_specs=_specs(),
 )
 def calibrated(

@@ -14,6 +14,7 @@ from bridge_lake.defs.checks import check_specs, checked
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.defs.steps import HEAVY
+from bridge_lake.defs.versions import code_version
 from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest
 from bridge_lake.export.health import Kind
@@ -59,6 +60,7 @@ health problems (`export.health.Kind`), transforms the drive context."""
 @dg.asset(
     name=ASSET,
     partitions_def=drives,
+    code_version=code_version(__name__),
     group_name="exports",
     kinds={"mcap", "ros"},
     deps=[calibrated_asset(t) for t in ASSET_TABLES],

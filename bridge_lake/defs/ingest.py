@@ -1,9 +1,12 @@
 """`bridge-lake ingest` (and the demo's run): every drive of a landing zone through lake_job.
 
 The drives become partitions of the instance in $DAGSTER_HOME and runs of lake_job, tagged
-with the drive, its source, and the digests of its inputs and of the code
-(bridge_lake.defs.resume), executed in this process one after the other or submitted to the
-instance (`launch`). A drive already done with the same inputs and code is skipped. SIGINT
+with the drive, its source and its folder's fingerprint, executed in this process one after
+the other or submitted to the instance (`launch`). Their inputs are observed first (the
+folder, the vehicle's rig, the ADTF stream mapping: defs/inputs.py) and only the assets
+Dagster finds stale or missing, with what they feed, run (defs/staleness.py): a drive that
+is up to date, however it was run before (this command, the sensor, a backfill from the
+UI), is skipped; `--launch` runs a drive with anything out of date whole. SIGINT
 or SIGTERM cancels the run in flight and starts no more (bridge_lake.defs.interrupts). The
 summary is read back from the instance's records (bridge_lake.defs.outcomes); the runs'
 full log goes to a file under $DAGSTER_HOME/logs, never to the terminal.
@@ -25,6 +28,7 @@ import dagster as dg
 
 from bridge_lake import settings
 from bridge_lake.defs import launch as launching
+from bridge_lake.defs.inputs import current_inputs, drive_facts, observe
 from bridge_lake.defs.interrupts import StopWatcher
 from bridge_lake.defs.jobs import export_job, lake_job
 from bridge_lake.defs.outcomes import (
@@ -37,16 +41,9 @@ from bridge_lake.defs.outcomes import (
 )
 from bridge_lake.defs.partitions import drives as drives_partitions
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
-from bridge_lake.defs.resume import (
-    CODE_TAG,
-    INPUTS_TAG,
-    code_digest,
-    done_drives,
-    inputs_digest,
-    settings_digest,
-)
+from bridge_lake.defs.sensors import FINGERPRINT_TAG
+from bridge_lake.defs.staleness import OutOfDate, Staleness
 from bridge_lake.defs.summary import print_summary, write_log
-from bridge_lake.drive_meta import DRIVE_YAML, MAX_DRIVE_YAML_BYTES, parse_drive_yaml
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import Lake
 from bridge_lake.landing import LandingZone
@@ -86,6 +83,8 @@ class Drive:
     source: str
     fingerprint: str
     """The landing folder's fingerprint (bridge_lake.landing.fingerprint)."""
+    vehicle: str | None = None
+    """drive.yaml's vehicle (which rig the drive is calibrated with), if it names one."""
 
 
 def dagster_home(default: str | os.PathLike) -> Path:
@@ -117,7 +116,11 @@ def scan_landing(landing: str, drive_ids: list[str] | None, out: TextIO) -> list
         found = [d for d in found if d in drive_ids]
     if not found:
         raise BridgeLakeError(f"no drive folders in {landing} (a drive folder holds drive.yaml)")
-    return [Drive(d, _source(zone, d), scan.drives[d]) for d in found]
+    out = []
+    for d in found:
+        vehicle, source = drive_facts(zone, d)
+        out.append(Drive(d, source or "unknown", scan.drives[d], vehicle))
+    return out
 
 
 def run_ingest(
@@ -155,20 +158,15 @@ def run_drives(
     wait: bool = True,
     force: bool = False,
 ) -> IngestResult:
-    """Register the drives as partitions, skip the ones done (unless `force`), run the rest,
-    and print the summary of what the instance recorded."""
-    from bridge_lake.definitions import LAKE_ASSETS  # the Dagster graph, imported only when run
+    """Register the drives as partitions, observe their inputs, run what is out of date of
+    each (everything with `force`), and print the summary of what the instance recorded."""
+    from bridge_lake.definitions import LAKE_ASSETS  # the Dagster graph, imported when run
+    from bridge_lake.definitions import defs as definitions
 
     nodes = asset_nodes(LAKE_ASSETS)
-    config = settings_digest(absolute(lake))  # the same relative path elsewhere is another lake
-    code = code_digest()
+    keys = [dg.AssetKey.from_user_string(n.key) for n in nodes]
     tags = {
-        d.drive_id: {
-            DRIVE_TAG: d.drive_id,
-            SOURCE_TAG: d.source,
-            INPUTS_TAG: inputs_digest(d.fingerprint, config),
-            CODE_TAG: code,
-        }
+        d.drive_id: {DRIVE_TAG: d.drive_id, SOURCE_TAG: d.source, FINGERPRINT_TAG: d.fingerprint}
         for d in found
     }
     result = IngestResult()
@@ -178,21 +176,27 @@ def run_drives(
             instance.add_dynamic_partitions(
                 drives_partitions.name, [d.drive_id for d in found if d.drive_id not in known]
             )
-            keys = [dg.AssetKey.from_user_string(n.key) for n in nodes]
+            inputs = {d.drive_id: (d.fingerprint, d.vehicle, d.source) for d in found}
+            observe(instance, current_inputs(inputs, settings.adtf_mapping()))
             exists = Lake(lake, settings.storage_options(lake)).fs.exists
-            done = {} if force else done_drives(instance, lake_job.name, keys, tags, exists)
-            todo = [d.drive_id for d in found if d.drive_id not in done]
-            for d, run_id in done.items():
-                print(f"  {d}: done by run {run_id[:8]} with the same inputs and code: "
-                      "skipped (--force runs it again)", file=out)  # fmt: skip
-            batch = Batch(instance, landing, lake, todo, tags, nodes, out, watcher)
+            stale = Staleness(instance, definitions.resolve_asset_graph(), keys, exists)
+            plan = {d.drive_id: _plan(stale, d.drive_id, keys, force) for d in found}
+            todo = [d for d, p in plan.items() if p.keys]
+            for d, p in plan.items():
+                if not p.keys:
+                    print(f"  {d}: up to date (its assets' code and inputs are unchanged): "
+                          "skipped (--force runs it again)", file=out)  # fmt: skip
+                elif not force and p.why:
+                    print(f"  {d}: {p.summary()}", file=out)
+            selections = {d: None if plan[d].keys == set(keys) else plan[d].keys for d in todo}
+            batch = Batch(instance, landing, lake, todo, tags, nodes, out, watcher, selections)
             ran = launch_drives(batch, wait) if launch else materialize_drives(batch)
             if ran is None:  # --no-wait: nothing to summarize yet
                 return result
             by_drive = {o.drive_id: o for o in ran}
             for d in found:
-                if d.drive_id in done:
-                    reason = f"done by run {done[d.drive_id][:8]}, inputs and code unchanged"
+                if not plan[d.drive_id].keys:
+                    reason = "up to date: its assets' code and inputs are unchanged"
                     result.outcomes.append(DriveOutcome(d.drive_id, SKIPPED, reason=reason))
                 else:
                     result.outcomes.append(by_drive[d.drive_id])
@@ -206,6 +210,11 @@ def run_drives(
         print(f"Stopped by {result.stopped}: run the same command again to resume "
               "(drives done are skipped).", file=out)  # fmt: skip
     return result
+
+
+def _plan(stale: Staleness, drive_id: str, keys: list[dg.AssetKey], force: bool) -> OutOfDate:
+    """What of the drive runs: what is out of date, or, with `force`, everything."""
+    return OutOfDate(frozenset(keys), {}) if force else stale.drive(drive_id)
 
 
 def _not_started(drive_id: str, stopped: str | None) -> DriveOutcome:
@@ -226,6 +235,8 @@ class Batch:
     nodes: list[AssetNode]
     out: TextIO
     watcher: StopWatcher
+    selections: Mapping[str, frozenset[dg.AssetKey] | None] = field(default_factory=dict)
+    """drive → the assets its run materializes (None or absent: the whole job)."""
     job: str = lake_job.name
 
 
@@ -241,7 +252,9 @@ def export_drives(
         with StopWatcher(instance, lambda s: print(s, file=out, flush=True)) as watcher:
             todo = [d.drive_id for d in drives]
             nodes = asset_nodes(ON_DEMAND)
-            batch = Batch(instance, landing, lake, todo, tags, nodes, out, watcher, export_job.name)
+            batch = Batch(
+                instance, landing, lake, todo, tags, nodes, out, watcher, job=export_job.name
+            )
             return materialize_drives(batch)
 
 
@@ -271,10 +284,12 @@ def materialize_drives(batch: Batch) -> list[DriveOutcome]:
         print(f"  [{i}/{len(todo)}] {drive_id} ...", end="", file=out, flush=True)
         run_id = str(uuid.uuid4())
         t = time.perf_counter()
+        selection = batch.selections.get(drive_id)
         try:
             with watcher.running(run_id):
                 job.execute_in_process(
                     partition_key=drive_id,
+                    asset_selection=sorted(selection) if selection is not None else None,
                     instance=instance,
                     raise_on_error=False,
                     run_config=QUIET_LOGS,
@@ -288,7 +303,8 @@ def materialize_drives(batch: Batch) -> list[DriveOutcome]:
             outcomes.append(_not_started(drive_id, watcher.stopped))
             print(" not started", file=out, flush=True)
             continue
-        outcome = drive_outcome(instance, run_id, drive_id, batch.nodes, time.perf_counter() - t)
+        seconds = time.perf_counter() - t
+        outcome = drive_outcome(instance, run_id, drive_id, batch.nodes, seconds, selection)
         outcomes.append(outcome)
         print(f" {outcome.status} in {outcome.seconds:.1f} s", file=out, flush=True)
     return outcomes
@@ -401,11 +417,3 @@ def ui_command(env: dict[str, str]) -> str:
 
 def absolute(url: str) -> str:
     return url if "://" in url else str(Path(url).resolve())
-
-
-def _source(zone: LandingZone, drive_id: str) -> str:
-    try:
-        meta = parse_drive_yaml(zone.read_head(drive_id, DRIVE_YAML, MAX_DRIVE_YAML_BYTES + 1))
-    except (BridgeLakeError, OSError):
-        return "unknown"
-    return meta.source

@@ -19,6 +19,7 @@ from bridge_lake.defs.checks import (
     column_schema,
     report_link,
 )
+from bridge_lake.defs.inputs import stream_mapping
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.defs.steps import Publication, layer_asset, layer_step
@@ -139,7 +140,7 @@ def _check_specs() -> list[dg.AssetCheckSpec]:
 @layer_step(
     LAYER,
     {name: spec.description for name, spec in NORMALIZED.items()},
-    deps=[raw_manifest.key],
+    deps=[raw_manifest.key, stream_mapping.key],
     check_specs=_check_specs(),
 )
 def normalized(

@@ -8,10 +8,12 @@ lake_job gets a status:
 - `warn`: materialized, a WARN check failed (its reason is shown);
 - `FAILED`: an ERROR check failed, or the asset's step failed (the reason: the check's
   description, or the step's error in one line);
-- `not run`: an asset upstream failed (named) or the run was canceled before it.
+- `not run`: an asset upstream failed (named) or the run was canceled before it;
+- `up to date`: not in the run, which materialized only what was out of date
+  (defs/staleness.py); its last materialization stands.
 
 A drive is `ok`, `warn` or `FAILED` after its assets, `canceled` when its run was canceled,
-`skipped` when an earlier run already did it (bridge_lake.defs.resume) and `not run` when the
+`skipped` when it is up to date (bridge_lake.defs.staleness) and `not run` when the
 ingest stopped before it.
 """
 
@@ -22,13 +24,14 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-OK, WARN, FAILED, NOT_RUN, CANCELED, SKIPPED = (
+OK, WARN, FAILED, NOT_RUN, CANCELED, SKIPPED, UP_TO_DATE = (
     "ok",
     "warn",
     "FAILED",
     "not run",
     "canceled",
     "skipped",
+    "up to date",
 )
 BAD = frozenset({FAILED, NOT_RUN, CANCELED})
 """Statuses that make the exit code 1."""
@@ -185,8 +188,10 @@ def drive_outcome(
     drive_id: str,
     nodes: Sequence[AssetNode],
     seconds: float,
+    selection: Iterable[dg.AssetKey] | None = None,
 ) -> DriveOutcome:
-    """The statuses of one drive's run, from the instance's records of it."""
+    """The statuses of one drive's run, from the instance's records of it; the assets
+    outside `selection` (the run's assets, None: all) are up to date."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return DriveOutcome(drive_id, FAILED, run_id, seconds, reason="the run is not recorded")
@@ -198,8 +203,13 @@ def drive_outcome(
         status = CANCELED if canceled else FAILED
         reason = "" if canceled else f"the run failed: {rec.run_error or 'see the log'}"
         return DriveOutcome(drive_id, status, run_id, seconds, assets, reason)
+    ran = None if selection is None else {k.to_user_string() for k in selection}
     statuses: dict[str, AssetStatus] = {}
     for node in nodes:
+        if ran is not None and node.key not in ran:
+            why = "unchanged code and inputs since its last materialization"
+            statuses[node.key] = AssetStatus(node.key, UP_TO_DATE, reason=why)
+            continue
         statuses[node.key] = _asset_status(node, rec, statuses, canceled)
     assets = tuple(statuses.values())
     if canceled:

@@ -10,6 +10,7 @@ from bridge_lake.defs.checks import check_specs, checked, column_schema
 from bridge_lake.defs.landing import landing_drive
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
+from bridge_lake.defs.versions import code_version
 from bridge_lake.drive_meta import DRIVE_YAML
 from bridge_lake.lake.schemas import RAW_DRIVES, RAW_EXPORT_MAPPING, RAW_MANIFEST
 from bridge_lake.manifest import build_manifest
@@ -39,7 +40,7 @@ CHECKS = {
     group_name="raw",
     kinds={"parquet"},
     deps=[landing_drive],
-    code_version="1",
+    code_version=code_version(__name__),
     description=(
         "Every file of the drive with relative path, size, sha256 and detected format "
         "(raw/manifest), and the drive's drive.yaml collection metadata (raw/drives)."

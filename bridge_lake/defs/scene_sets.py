@@ -13,6 +13,7 @@ from bridge_lake.defs.checks import check_specs, checked, column_schema
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
 from bridge_lake.defs.steps import HEAVY
+from bridge_lake.defs.versions import code_version
 from bridge_lake.export.lake_exports import drive_mapping
 from bridge_lake.lake.schemas.scene_sets import SCENE_SETS
 from bridge_lake.scenes.faults import FaultError, VariantSpec, check_variant_name, load_yaml
@@ -98,6 +99,7 @@ def _upstream_versions(context: dg.AssetExecutionContext, drive: str) -> dict[st
 @dg.asset(
     name=ASSET,
     partitions_def=drives,
+    code_version=code_version(__name__),
     group_name="scenes",
     kinds={"mcap", "parquet"},
     deps=list(UPSTREAM),

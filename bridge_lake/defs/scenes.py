@@ -11,6 +11,7 @@ from bridge_lake.defs.checks import check_result, check_specs, column_schema
 from bridge_lake.defs.normalized import asset_name as normalized_asset
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
+from bridge_lake.defs.versions import REPO_SQL, code_version
 from bridge_lake.lake.schemas import NORMALIZED
 from bridge_lake.lake.schemas.scenes import CATALOG
 from bridge_lake.scenes.catalog import CHECKS, build_scene_catalog, findings
@@ -31,6 +32,7 @@ class SceneConfig(dg.Config):
 @dg.asset(
     name=ASSET,
     partitions_def=drives,
+    code_version=code_version(__name__, REPO_SQL),
     group_name="scenes",
     kinds={"parquet", "duckdb"},
     deps=[normalized_asset(t) for t in NORMALIZED] + [calibrated_asset(t) for t in ASSET_TABLES],

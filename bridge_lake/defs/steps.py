@@ -19,6 +19,7 @@ import dagster as dg
 from bridge_lake.defs.checks import check_result
 from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.partitions import drives
+from bridge_lake.defs.versions import code_version
 from bridge_lake.findings import Finding
 
 HEAVY = {"bridge_lake/heavy": "true"}
@@ -69,6 +70,7 @@ def layer_step(
                     group_name=layer,
                     skippable=True,
                     metadata={"table": f"{layer}/{table}"},
+                    code_version=code_version(step.__module__),
                 )
                 for table, description in descriptions.items()
             ],

@@ -24,13 +24,14 @@ from bridge_lake.defs.outcomes import (
     NOT_RUN,
     OK,
     SKIPPED,
+    UP_TO_DATE,
     WARN,
     AssetStatus,
     DriveOutcome,
 )
 
 DRIVE_ORDER = (OK, WARN, FAILED, CANCELED, SKIPPED, NOT_RUN)
-ASSET_ORDER = (OK, WARN, FAILED, NOT_RUN)
+ASSET_ORDER = (OK, WARN, FAILED, NOT_RUN, UP_TO_DATE)
 
 
 def _checks(a: AssetStatus) -> str:
@@ -52,6 +53,8 @@ def _plural(n: int, word: str) -> str:
 def _asset_rows(a: AssetStatus) -> list[list[str]]:
     if a.status == NOT_RUN:
         return [[a.asset, f"not run: {a.reason}"]]
+    if a.status == UP_TO_DATE:
+        return [[a.asset, UP_TO_DATE, "", "not run: unchanged"]]
     rows = "" if a.rows is None else f"{a.rows} rows"
     return [[a.asset, a.status, rows, _checks(a)]]
 

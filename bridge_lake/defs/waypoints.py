@@ -15,6 +15,7 @@ from bridge_lake.defs.calibrated import asset_name as calibrated_asset
 from bridge_lake.defs.checks import check_result, check_specs, report_link
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.resources import LakeResource
+from bridge_lake.defs.versions import code_version
 from bridge_lake.lake import Lake
 from bridge_lake.waypoints import (
     CHECKS,
@@ -60,6 +61,7 @@ class WaypointsConfig(dg.Config):
 @dg.asset(
     name=ASSET,
     partitions_def=drives,
+    code_version=code_version(__name__),
     group_name="exports",
     kinds={"csv"},
     deps=[calibrated_asset("poses")],

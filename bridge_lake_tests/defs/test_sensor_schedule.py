@@ -6,10 +6,11 @@ import dagster as dg
 import pytest
 
 from bridge_lake.defs import sensors
+from bridge_lake.defs.inputs import INPUTS
 from bridge_lake.defs.landing import landing_drive, observed_fingerprints
 from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
-from bridge_lake.defs.schedules import build_gap_schedule
+from bridge_lake.defs.schedules import build_stale_schedule
 from bridge_lake.defs.sensors import FINGERPRINT_TAG, REASON_TAG, landing_zone_sensor
 from bridge_lake.landing import LandingZone, fingerprint
 from bridge_lake_tests.conftest import make_adtf_drive
@@ -172,85 +173,111 @@ def test_lost_cursor_costs_an_interval_never_a_duplicate(instance, landing):
     assert [r.partition_key for r in _settled(instance, landing, "not json").run_requests] == ["d2"]
 
 
-def _night(schedule, instance, landing, day):
-    """The gap schedule's tick at 03:00 on 2026-12-<day>. The context is closed after the tick:
-    left open, the instance it opened resets Dagster's context state whenever the garbage
-    collector takes it, even in a later test (a clean-clone CI failure)."""
+def _night(schedule, instance, landing, day, lake, assets):
+    """The stale schedule's tick at 03:00 on 2026-12-<day>, over the graph of `assets`. The
+    context is closed after the tick: left open, the instance it opened resets Dagster's
+    context state whenever the garbage collector takes it, even in a later test (a
+    clean-clone CI failure)."""
+    resources = {
+        "landing": LandingZoneResource(root=str(landing)),
+        "lake": LakeResource(root=str(lake)),
+    }
+    repo = dg.Definitions(assets=[*INPUTS, *assets], resources=resources).get_repository_def()
     with dg.build_schedule_context(
         instance=instance,
         scheduled_execution_time=dt.datetime(2026, 12, day, 3, 0, tzinfo=dt.UTC),
-        resources={"landing": LandingZoneResource(root=str(landing))},
+        resources=resources,
+        repository_def=repo,
     ) as ctx:
         return schedule(ctx)
 
 
-def test_gap_schedule_requests_only_drives_with_missing_assets(landing, tmp_path):
+def _materialize(instance, drive, landing, lake, **kwargs):
+    return dg.materialize(
+        [raw_manifest, *INPUTS],
+        selection=[raw_manifest.key],
+        partition_key=drive,
+        instance=instance,
+        resources={
+            "lake": LakeResource(root=str(lake)),
+            "landing": LandingZoneResource(root=str(landing)),
+        },
+        **kwargs,
+    )
+
+
+def test_stale_schedule_requests_only_out_of_date_drives(landing, tmp_path):
     make_adtf_drive(landing, "d1")
     make_adtf_drive(landing, "d2")
-    schedule = build_gap_schedule([raw_manifest.key])
+    lake = tmp_path / "lake"
+    schedule = build_stale_schedule([raw_manifest.key])
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("drives", ["d1", "d2", "d3"])
-        result = dg.materialize(
-            [raw_manifest],
-            partition_key="d1",
-            instance=instance,
-            resources={
-                "lake": LakeResource(root=str(tmp_path / "lake")),
-                "landing": LandingZoneResource(root=str(landing)),
-            },
-        )
-        assert result.success
-        requests = _night(schedule, instance, landing, 3)
+        first = _night(schedule, instance, landing, 2, lake, [raw_manifest])  # observes inputs
+        assert [r.partition_key for r in first] == ["d1", "d2", "d3"]
+        assert _materialize(instance, "d1", landing, lake).success
+        requests = _night(schedule, instance, landing, 3, lake, [raw_manifest])
         assert [r.partition_key for r in requests] == ["d2", "d3"]
-        assert requests[0].run_key == "gaps-20261203-d2"
-        assert requests[0].tags["bridge_lake/missing_assets"] == "raw_manifest"
+        assert requests[0].run_key == "stale-20261203-d2"
+        assert requests[0].asset_selection == [raw_manifest.key]
+        assert requests[0].tags["bridge_lake/stale_assets"] == "raw_manifest missing"
         assert requests[0].tags[FINGERPRINT_TAG] == LandingZone(str(landing)).scan().drives["d2"]
         assert FINGERPRINT_TAG not in requests[1].tags  # d3 has no folder
         for key in ("d2", "d3"):
-            instance.report_runless_asset_event(
-                dg.AssetMaterialization(asset_key=raw_manifest.key, partition=key)
-            )
-        skipped = _night(schedule, instance, landing, 3)
+            assert _materialize(instance, key, landing, lake, raise_on_error=False)
+        instance.delete_dynamic_partition("drives", "d3")
+        skipped = _night(schedule, instance, landing, 3, lake, [raw_manifest])
         assert isinstance(skipped, dg.SkipReason) and "every drive" in skipped.skip_message
+        # the files of d1 change: its observation gets a new data version, raw_manifest of d1
+        # is stale (Dagster's own staleness), and only d1 is asked
+        (landing / "d1" / "notes.txt").write_text("added later")
+        requests = _night(schedule, instance, landing, 4, lake, [raw_manifest])
+        assert [r.partition_key for r in requests] == ["d1"]
+        assert (
+            "new dependency data version (landing_drive)"
+            in requests[0].tags["bridge_lake/stale_assets"]
+        )
 
 
-def test_gap_schedule_remembers_drives_whose_files_failed_a_blocking_check(landing, tmp_path):
+def test_stale_schedule_remembers_drives_whose_files_failed_a_blocking_check(landing, tmp_path):
+    from bridge_lake.defs.normalized import normalized
+
     make_adtf_drive(landing, "bad", drive_yaml=None)  # drive_yaml_valid fails: blocking
     make_adtf_drive(landing, "flaky")
     make_adtf_drive(landing, "new")
     (tmp_path / "not_a_folder").write_text("")  # a lake that cannot be written: no check ran
+    lake = tmp_path / "lake"
     downstream = dg.AssetKey("normalized_imu")  # never reached by a drive that fails raw checks
-    schedule = build_gap_schedule([raw_manifest.key, downstream])
+    keys, assets = [raw_manifest.key, downstream], [raw_manifest, normalized]
+    schedule = build_stale_schedule(keys)
     fingerprints = LandingZone(str(landing)).scan().drives
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("drives", ["bad", "flaky", "new"])
-        for drive, lake in (("bad", tmp_path / "lake"), ("flaky", tmp_path / "not_a_folder")):
-            result = dg.materialize(
-                [raw_manifest],
-                partition_key=drive,
-                instance=instance,
-                resources={
-                    "lake": LakeResource(root=str(lake)),
-                    "landing": LandingZoneResource(root=str(landing)),
-                },
+        _night(schedule, instance, landing, 2, lake, assets)  # observes their inputs
+        for drive, where in (("bad", lake), ("flaky", tmp_path / "not_a_folder")):
+            result = _materialize(
+                instance,
+                drive,
+                landing,
+                where,
                 tags={FINGERPRINT_TAG: fingerprints[drive], REASON_TAG: "new"},  # as the sensor
                 raise_on_error=False,
             )
             assert not result.success
         for night in (3, 4):  # not night after night
-            requests = _night(schedule, instance, landing, night)
+            requests = _night(schedule, instance, landing, night, lake, assets)
             assert [r.partition_key for r in requests] == ["flaky", "new"]
-            assert all(r.tags[REASON_TAG] == "gaps" for r in requests)
+            assert all(r.tags[REASON_TAG] == "stale" for r in requests)
         (landing / "bad" / "drive.yaml").write_text("vehicle: test-car\nsource: adtf\n")
-        requests = _night(schedule, instance, landing, 5)  # its files changed: asked again
+        requests = _night(schedule, instance, landing, 5, lake, assets)  # its files changed
         assert [r.partition_key for r in requests] == ["bad", "flaky", "new"]
         assert requests[0].tags[FINGERPRINT_TAG] != fingerprints["bad"]
         for drive in ("flaky", "new"):
-            for key in (raw_manifest.key, downstream):
-                instance.report_runless_asset_event(
-                    dg.AssetMaterialization(asset_key=key, partition=drive)
-                )
+            assert _materialize(instance, drive, landing, lake).success
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(asset_key=downstream, partition=drive)
+            )
         (landing / "bad" / "drive.yaml").unlink()  # the files it failed with, again
-        skipped = _night(schedule, instance, landing, 6)
+        skipped = _night(schedule, instance, landing, 6, lake, assets)
         assert isinstance(skipped, dg.SkipReason)
-        assert "1 drives with missing assets skipped" in skipped.skip_message
+        assert "1 out-of-date drives skipped" in skipped.skip_message
