@@ -215,6 +215,9 @@ STREAMS = TableSpec(
         topic                string   default ROS topic for exports
         records_read         int64!   records in the raw file(s)
         rows_written         int64!   rows in the table
+        records_joined       int64!   records whose values went into the row of another
+            record of the same instant (a side file joined by time, e.g. NCLT ms25_euler.csv
+            onto ms25.csv): records_read = rows_written + records_joined + rows_quarantined
         rows_quarantined     int64!   records in quarantine
         first_time_ns        int64    first master time
         last_time_ns         int64    last master time
@@ -240,6 +243,9 @@ STREAMS = TableSpec(
         ddl_struct           string   DDL struct describing each sample (ADTF)
         ddl                  string   the recording's DDL description of the stream (ADTF):
             element types, units, enums
+        skipped              string   why the stream's files were not read (a second stream
+            of a sensor that another stream already holds, e.g. NCLT velodyne_sync, read only
+            when drive.yaml asks for it); null when they were
         """
     ),
 )
