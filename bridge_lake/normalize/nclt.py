@@ -66,12 +66,14 @@ from bridge_lake.normalize.nclt_sensors import (
     normalize_lb3,
     normalize_velodyne_hits,
     normalize_velodyne_sync,
+    sync_folder,
 )
 from bridge_lake.normalize.nclt_streams import (
     SOURCE_TYPE,
     STREAMS,
     source_file,
     stream_info,
+    velodyne_streams,
 )
 from bridge_lake.normalize.sink import DriveSink
 
@@ -107,18 +109,24 @@ class NcltReport:
     lidar: dict[str, LidarCounts] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     """NCLT kinds with no file in the drive (not an error, spec §1)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Streams present but not read, by choice → why (a second Velodyne stream)."""
 
 
 def normalize_nclt(drive_dir: Path, sink: DriveSink) -> None:
     """Normalize every NCLT file found under `drive_dir` into `sink` (the NORMALIZERS entry);
     a session packed as the dataset ships it (`<date>_*.tar.gz`) is streamed out first."""
     with unpacked(drive_dir) as root:
-        normalize_nclt_session(root, sink)
+        normalize_nclt_session(root, sink, meta_dir=drive_dir)
 
 
-def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
-    """Like normalize_nclt, returning the joins, lidar figures and missing kinds."""
+def normalize_nclt_session(
+    drive_dir: Path, sink: DriveSink, *, meta_dir: Path | None = None
+) -> NcltReport:
+    """Like normalize_nclt, returning the joins, lidar figures and missing kinds. The drive's
+    choices (drive.yaml, `velodyne_streams`) are read from `meta_dir`, else `drive_dir`."""
     session = locate_session(drive_dir)
+    meta_dir = drive_dir if meta_dir is None else meta_dir
     report = NcltReport(missing=list(session.missing))
     for group in CSV_GROUPS:
         # A file and the side file joined onto it are loaded together and dropped together,
@@ -129,11 +137,21 @@ def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
             _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
         del tables
     files = session.files
-    if "velodyne_hits" in files:
+    velodyne = {
+        "velodyne_hits": source_file(session, files["velodyne_hits"])
+        if "velodyne_hits" in files
+        else None,
+        "velodyne_sync": sync_folder(session) if session.scans else None,
+    }
+    read, skipped = velodyne_streams(meta_dir, {k for k, v in velodyne.items() if v})
+    for stream, why in skipped.items():
+        sink.declare(stream_info(stream, velodyne[stream] or "", skipped=why))
+    report.skipped.update(skipped)
+    if "velodyne_hits" in read:
         report.lidar["velodyne_hits"] = normalize_velodyne_hits(
             sink, files["velodyne_hits"], source_file(session, files["velodyne_hits"])
         )
-    if session.scans:
+    if "velodyne_sync" in read:
         report.lidar["velodyne_sync"] = normalize_velodyne_sync(sink, session)
     for kind in ("hokuyo_30m", "hokuyo_4m"):
         if kind in files:

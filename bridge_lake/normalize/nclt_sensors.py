@@ -50,12 +50,7 @@ from bridge_lake.formats.nclt.hokuyo import (
     truncated_tail,
 )
 from bridge_lake.formats.nclt.kinds import utime_of
-from bridge_lake.formats.nclt.scans import (
-    RING_INVALID,
-    ScanReport,
-    check_ring_order,
-    sweep_offsets_ns,
-)
+from bridge_lake.formats.nclt.scans import RING_INVALID, ScanReport, check_ring_order
 from bridge_lake.lake.schemas import QUARANTINE_RAW_CAP
 from bridge_lake.normalize.nclt_streams import (
     STREAMS,
@@ -246,6 +241,11 @@ def _folder(session: NcltSession, paths: list[Path]) -> str:
     return source_file(session, common) + "/"
 
 
+def sync_folder(session: NcltSession) -> str:
+    """The source_file of the velodyne_sync stream: its folder, ending in `/`."""
+    return _folder(session, session.scans)
+
+
 def _by_name_utime(
     sink: DriveSink, stream: str, table: str, paths: list[Path]
 ) -> tuple[list[Path], np.ndarray]:
@@ -262,13 +262,12 @@ def _by_name_utime(
 def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCounts:
     """velodyne_sync/<utime>.bin → one lidar_scans row per file, its hits in lidar_points.
 
-    The files carry no per-point time, only their name: the scan's time_ns is that utime,
-    taken as the start of the sweep (as the synthetic sessions write it; spec §6 leaves it to
-    verify on real files), and each point's `time_offset_ns` is spread over one revolution
-    by its swept azimuth (`sweep_offsets_ns`, spec §7), so the scan ends ≈ 100 ms later at its
-    last point; `cut` is "frame" (the dataset chose the scan, not us)."""
+    The files carry no per-point time, only their name (whether it stamps the start, middle or
+    end of the sweep is unverified, spec §6), so every point has the file's utime and a null
+    `time_offset_ns`, and the scan's end (its last point's time) equals its start. Times are
+    not invented from azimuths. `cut` is "frame" (the dataset chose the scan, not us)."""
     stream = "velodyne_sync"
-    rel = _folder(session, session.scans)
+    rel = sync_folder(session)
     _declare_lidar(sink, stream, rel)
     counts = LidarCounts()
     paths, utimes = _by_name_utime(sink, stream, "lidar_scans", session.scans)
@@ -301,8 +300,7 @@ def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCount
                 ring_lut = np.full(256, RING_INVALID, dtype=np.uint8)
                 ring_lut[: C.LASER_COUNT] = C.RING_OF_LASER if derived is None else derived
             ring = ring_lut[laser] if ring_lut is not None else laser
-            offsets = sweep_offsets_ns(hits.column("x").to_numpy(), hits.column("y").to_numpy())
-            writer.add(utime, "frame", hits, ring, pa.array(offsets))
+            writer.add(utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32()))
     return counts
 
 

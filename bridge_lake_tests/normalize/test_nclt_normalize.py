@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,9 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 
+from bridge_lake.errors import DriveMetadataError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.query import connect
 from bridge_lake.lake.schemas import NORMALIZED
@@ -80,6 +83,22 @@ def _run(tmp: Path, faults: frozenset[str] = frozenset(), seed: int = 3, prepare
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Run:
     return _run(tmp_path_factory.mktemp("clean"))
+
+
+def _ask_velodyne(value: object) -> Callable[[Path], None]:
+    """A `prepare` writing a drive.yaml (beside the session folder) with nclt_velodyne."""
+
+    def prepare(session: Path) -> None:
+        meta = {"vehicle": "segway", "source": "nclt", "nclt_velodyne": value}
+        (session.parent / "drive.yaml").write_text(yaml.safe_dump(meta))
+
+    return prepare
+
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The clean session with drive.yaml asking for velodyne_sync instead of velodyne_hits."""
+    return _run(tmp_path_factory.mktemp("synced"), prepare=_ask_velodyne("velodyne_sync"))
 
 
 # --- independent raw readers ----------------------------------------------------------------
@@ -159,7 +178,8 @@ def test_every_stream_is_conserved_and_every_file_is_covered(clean: Run) -> None
     assert_conserved(clean)
     assert clean.table("quarantine").height == 0
     streams = clean.streams()
-    sources = set(streams.filter(pl.col("rows_written") > 0).get_column("source_file").to_list())
+    read = (pl.col("rows_written") > 0) | pl.col("skipped").is_not_null()  # skipped: with why
+    sources = set(streams.filter(read).get_column("source_file").to_list())
     date = clean.session.name
     files = [f"{date}/{rel}" for rel in clean.truth["files"]]
     assert len(files) > 20
@@ -351,18 +371,60 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     assert z.min() == np.float32(-100.0) and z.max() == np.float32(227.675)
 
 
-def test_scan_ids_are_unique_in_the_drive(clean: Run) -> None:
-    """lidar_points has no stream column: its scan_id alone names the scan and the stream."""
-    scans = clean.table("lidar_scans")
+def test_velodyne_scans_end_at_their_last_point(clean: Run) -> None:
+    """end_time_ns - time_ns = the largest time_offset_ns of the scan's points."""
+    scans = clean.table("lidar_scans", "velodyne_hits")
+    last = (
+        clean.table("lidar_points", "velodyne_hits")
+        .group_by("scan_id")
+        .agg(pl.col("time_offset_ns").max().cast(pl.Int64).alias("last"))
+    )
+    joined = scans.join(last, on="scan_id", how="left")
+    span = joined["end_time_ns"] - joined["time_ns"]
+    assert (span == joined["last"]).all() and span.max() > 0
+    assert clean.stream_row("velodyne_hits", "lidar_scans")["rows_written"] == scans.height
+
+
+def test_scan_ids_are_unique_in_the_drive(tmp_path: Path) -> None:
+    """lidar_points has no stream column: its scan_id alone names the scan and the stream
+    (both Velodyne streams, as drive.yaml asks for both)."""
+    run = _run(tmp_path, prepare=_ask_velodyne(["velodyne_hits", "velodyne_sync"]))
+    scans = run.table("lidar_scans")
     assert set(scans["stream"]) == {"velodyne_hits", "velodyne_sync"}
     assert scans["scan_id"].n_unique() == scans.height
     assert sorted(scans["scan_id"]) == list(range(scans.height))
-    per_scan = clean.table("lidar_points").group_by("scan_id").len()
+    per_scan = run.table("lidar_points").group_by("scan_id").len()
     joined = scans.join(per_scan, on="scan_id", how="full")
     assert (joined["len"] == joined["point_count"]).all()
+    assert run.streams().get_column("skipped").null_count() == run.streams().height
 
 
-def test_velodyne_sync_files_become_their_own_scans(clean: Run) -> None:
+def test_one_velodyne_stream_by_default_the_other_named_as_skipped(clean: Run) -> None:
+    """velodyne_sync holds a subset of velodyne_hits' revolutions: by default only the hits
+    are read, and the catalog says why the sync folder was not (fails on the code before:
+    both streams were read, the same sensor's points stored twice)."""
+    assert set(clean.table("lidar_scans")["stream"]) == {"velodyne_hits"}
+    points = clean.table("lidar_points").height
+    assert points == clean.stream_row("velodyne_hits", "lidar_points")["rows_written"]
+    sync = clean.stream_row("velodyne_sync", "lidar_scans")
+    assert sync["records_read"] == sync["rows_written"] == 0
+    assert "nclt_velodyne" in sync["skipped"] and sync["source_file"].endswith("velodyne_sync/")
+    assert clean.report.skipped.keys() == {"velodyne_sync"}
+
+
+def test_drive_yaml_choosing_velodyne_sync_reads_only_it(synced: Run) -> None:
+    assert set(synced.table("lidar_scans")["stream"]) == {"velodyne_sync"}
+    hits = synced.stream_row("velodyne_hits", "lidar_scans")
+    assert hits["records_read"] == 0 and "velodyne_sync" in hits["skipped"]
+
+
+def test_an_unknown_velodyne_choice_is_a_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(DriveMetadataError, match="nclt_velodyne must be one of"):
+        _run(tmp_path, prepare=_ask_velodyne("velodyne_both"))
+
+
+def test_velodyne_sync_files_become_their_own_scans(synced: Run) -> None:
+    clean = synced
     files = {k: v for k, v in clean.truth["files"].items() if k.startswith("velodyne_sync/")}
     scans = clean.table("lidar_scans", "velodyne_sync").sort("scan_id")
     assert scans.height == len(files) > 0
@@ -526,6 +588,7 @@ def _break_binaries(session: Path) -> None:
     sync.write_bytes(sync.read_bytes() + b"abc")
     tiff = sorted((session / "lb3" / "Cam1").iterdir())[4]
     tiff.write_bytes(b"JUNK" + tiff.read_bytes()[4:])
+    _ask_velodyne("velodyne_sync")(session)
 
 
 def test_truncated_and_corrupt_binaries_are_quarantined_with_positions(tmp_path: Path) -> None:

@@ -305,3 +305,64 @@ def test_writer_buffers_are_bounded_by_bytes_and_lidar_parts_are_one_row_group(
         shape.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
     assert shape == [[1000], [1000], [500]]
     assert lake.read_partition("normalized", "lidar_points", "d1").num_rows == 2500
+
+
+def _scan_feed(end_offset_ns: int):
+    """A lidar stream of 3 scans whose points reach 90 ms; each scan row ends at
+    time_ns + end_offset_ns."""
+
+    def feed(s):
+        t = T0 + np.arange(3, dtype=np.int64) * 100_000_000
+        ids = s.scan_ids(3)
+        offsets = np.tile(np.array([0, 45_000_000, 90_000_000], np.int32), 3)
+        s.read("lidar", "lidar_scans", 3)
+        s.read("lidar", "lidar_points", 9)
+        s.write(
+            "lidar",
+            "lidar_points",
+            pa.table(
+                {
+                    "scan_id": np.repeat(ids, 3),
+                    "x": np.ones(9, np.float32),
+                    "y": np.ones(9, np.float32),
+                    "z": np.ones(9, np.float32),
+                    "time_offset_ns": offsets,
+                }
+            ),
+        )
+        s.write(
+            "lidar",
+            "lidar_scans",
+            pa.table(
+                {
+                    "time_ns": t,
+                    "frame_id": ["lidar"] * 3,
+                    "scan_id": ids,
+                    "end_time_ns": t + end_offset_ns,
+                    "point_count": np.full(3, 3, np.int64),
+                }
+            ),
+        )
+
+    return feed
+
+
+def _lidar_run(tmp_path, feed):
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as sink:
+        sink.declare(StreamInfo("lidar", "lidar_scans", "l.dat", "test", "/l", 10.0))
+        sink.declare(StreamInfo("lidar", "lidar_points", "l.dat", "test", "/l"))
+        feed(sink)
+        return sink.finish()
+
+
+@pytest.mark.parametrize(("end_offset_ns", "passed"), [(90_000_000, True), (0, False)])
+def test_scan_end_check_compares_each_end_with_its_last_point(tmp_path, end_offset_ns, passed):
+    """The `scan_end` asset check of lidar_scans: a scan whose end_time_ns is its start
+    while its points reach 90 ms is flagged (no such check on the code before)."""
+    result = _lidar_run(tmp_path, _scan_feed(end_offset_ns))
+    f = _finding(result, "lidar_scans", "scan_end")
+    assert f.passed is passed
+    if not passed:
+        assert f.metadata["violations"] == {"lidar": {quality.END_NOT_LAST_POINT: 3}}
+    assert "scan_end" in quality.checks_of("lidar_scans")

@@ -49,9 +49,6 @@ RING_OF_LASER = np.argsort(np.argsort(LASER_VERTICAL_DEG, kind="stable"), kind="
 
 REVOLUTION_GAP_US = 500_000
 """A packet gap longer than this ends a scan (logging dropout), spec §7."""
-REVOLUTION_NS = 100_000_000
-"""One HDL-32E revolution at NCLT's 10 revolutions a second (spec §5, §14), ns: the sweep time
-a velodyne_sync file's hits are spread over (it has no per-point time, spec §6-§7)."""
 
 HOKUYO = {
     "hokuyo_30m": {

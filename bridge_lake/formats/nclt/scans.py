@@ -90,32 +90,6 @@ def check_ring_order(
     return ring
 
 
-def sweep_offsets_ns(
-    x: np.ndarray, y: np.ndarray, period_ns: int = C.REVOLUTION_NS
-) -> np.ndarray:
-    """Per-hit time offsets (int32 ns from the first hit) of ONE revolution's hits in firing
-    order: a velodyne_sync file, which stores no time but its name (spec §6). The spec's
-    finer estimate (§7): offset = swept azimuth since the first hit / 2π x the period.
-
-    The spin direction is the sign of the net rotation (the wrapped steps summed: ±2π for a
-    revolution). A hit's swept angle is ambiguous by 2π at the seam (the first block's spread
-    puts some hits just behind the first one; a sweep a little over 2π puts its last hits
-    just past it), so of swept - 2π, swept, swept + 2π the one nearest the hit's place in the
-    file (index / n x 2π) is taken, then clipped to one revolution. Good to the spread of a
-    firing block's azimuths: well under a packet (0.55 ms)."""
-    n = len(x)
-    if n == 0:
-        return np.empty(0, dtype=np.int32)
-    az = np.arctan2(np.asarray(y, np.float64), np.asarray(x, np.float64))
-    spin = 1.0 if float(np.sum(_wrap(np.diff(az)))) >= 0 else -1.0
-    swept = np.remainder(spin * (az - az[0]), TWO_PI)
-    place = TWO_PI * np.arange(n) / n
-    candidates = swept[None, :] + TWO_PI * np.array([-1.0, 0.0, 1.0])[:, None]
-    pick = np.argmin(np.abs(candidates - place[None, :]), axis=0)
-    swept = np.clip(candidates[pick, np.arange(n)], 0.0, TWO_PI)
-    return np.round(swept / TWO_PI * period_ns).astype(np.int32)
-
-
 def iter_scans(
     path: str | os.PathLike,
     *,
