@@ -134,7 +134,10 @@ def normalize_nclt_session(
         # a fraction of the text's size).
         tables = {kind: _load(session, kind) for kind in group if kind in session.files}
         for table in tables.values():
-            _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
+            if table.kind in SIDE_FILES:
+                _account_side(sink, session, table, tables.get(SIDE_FILES[table.kind]))
+            else:
+                _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
         del tables
     files = session.files
     velodyne = {
@@ -179,24 +182,71 @@ def _write_csv(
     """One CSV file → one stream: count, quarantine malformed lines, sort, convert, write."""
     kind = table.kind
     spec = STREAMS[kind]
+    _declare_csv(sink, session, table)
+    frame = _time_sorted(sink, kind, spec.table, table.frame)
+    out = build(frame, tables, report)
+    sink.write(kind, spec.table, out.to_arrow())
+
+
+def _declare_csv(sink: DriveSink, session: NcltSession, table: CsvTable) -> str:
+    """Declare a CSV file's stream, count its lines and quarantine the malformed ones."""
+    kind, target = table.kind, STREAMS[table.kind].table
     rel = source_file(session, table.path)
     sink.declare(stream_info(kind, rel))
-    sink.read(kind, spec.table, table.frame.height + table.quarantine.height)
+    sink.read(kind, target, table.frame.height + table.quarantine.height)
     if table.quarantine.height:
         q = table.quarantine
         lines = q.get_column("line").to_list()
         sink.quarantine(
             kind,
-            spec.table,
+            target,
             source_file=rel,
             reasons=q.get_column("reason").to_list(),
             record_index=[n - 1 for n in lines],
             line=lines,
             raw=[t.encode() for t in q.get_column("text").to_list()],
         )
-    frame = _time_sorted(sink, kind, spec.table, table.frame)
-    out = build(frame, tables, report)
-    sink.write(kind, spec.table, out.to_arrow())
+    return rel
+
+
+def _account_side(
+    sink: DriveSink, session: NcltSession, side: CsvTable, primary: CsvTable | None
+) -> None:
+    """A side file has no rows of its own: each record whose utime is unique in the file and
+    has a row of the primary file is joined onto that row (the primary's builder put its
+    values there: `_exact_join`) and counted as joined. The others would be a measurement
+    without the row it qualifies: quarantined, with their line and the line re-written from
+    the parsed values (shortest round-trip text), under `ambiguous_utime` or
+    `no_<primary>_row_at_utime`."""
+    rel = _declare_csv(sink, session, side)
+    target = STREAMS[side.kind].table
+    utime = side.frame.get_column("utime")
+    unique = ~utime.is_duplicated()
+    if primary is None:
+        present = pl.Series([False] * side.frame.height)
+    else:
+        present = utime.is_in(primary.frame.get_column("utime").implode())
+    joined = unique & present
+    sink.joined(side.kind, target, int(joined.sum()))
+    left = (~joined).to_numpy()
+    if not left.any():
+        return
+    bad = side.quarantine.get_column("line").to_numpy()
+    lines = np.setdiff1d(np.arange(1, side.frame.height + bad.size + 1), bad)[left]
+    text = side.frame.filter(~joined).select(
+        pl.concat_str([pl.col(c).cast(pl.String) for c in side.frame.columns], separator=",")
+    )
+    sink.quarantine(
+        side.kind,
+        target,
+        source_file=rel,
+        reasons=np.where(
+            unique.to_numpy()[left], f"no_{SIDE_FILES[side.kind]}_row_at_utime", "ambiguous_utime"
+        ).tolist(),
+        record_index=(lines - 1).tolist(),
+        line=lines.tolist(),
+        raw=[t.encode() for t in text.to_series().fill_null("nan").to_list()],
+    )
 
 
 def _time_sorted(sink: DriveSink, stream: str, table: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -243,11 +293,21 @@ def _base(frame_id: str) -> list[pl.Expr]:
 
 
 def _ms25(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    """ms25 rows with the orientation of ms25_euler's row of the same utime (one measurement
+    of the MS25, logged as two files): null where ms25_euler has none."""
+    side = tables.get("ms25_euler")
+    if side is None:
+        orientation = [pl.lit(None, pl.Float64).alias(f"orientation_{a}") for a in "xyzw"]
+    else:
+        euler = quaternion_from_euler(pl.col("roll"), pl.col("pitch"), pl.col("heading"))
+        frame = _exact_join(frame, side, pl.struct(euler), "q", "ms25_euler→ms25", report)
+        orientation = [pl.col("q").struct.field(f"orientation_{a}") for a in "xyzw"]
     return frame.select(
         *_base("ms25"),
         *(pl.col(f"gyro_{a}").alias(f"angular_velocity_{a}") for a in "xyz"),
         *(pl.col(f"accel_{a}").alias(f"linear_acceleration_{a}") for a in "xyz"),
         *((pl.col(f"mag_{a}") * GAUSS_TO_TESLA).alias(f"magnetic_field_{a}") for a in "xyz"),
+        *orientation,
     )
 
 
@@ -263,12 +323,6 @@ def quaternion_from_euler(roll: pl.Expr, pitch: pl.Expr, heading: pl.Expr) -> li
         (cr * cp * sy - sr * sp * cy).alias("orientation_z"),
         (cr * cp * cy + sr * sp * sy).alias("orientation_w"),
     ]
-
-
-def _ms25_euler(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base("ms25"), *quaternion_from_euler(pl.col("roll"), pl.col("pitch"), pl.col("heading"))
-    )
 
 
 def _kvh(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
@@ -304,10 +358,6 @@ def _gnss(frame_id: str) -> Callable[[pl.DataFrame, dict, NcltReport], pl.DataFr
         )
 
     return build
-
-
-def _gps_rtk_err(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(*_base("gps_rtk"), pl.col("err").alias("error_m"))
 
 
 def _wheels(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
@@ -379,14 +429,6 @@ def _with_twist(poses: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _odometry_cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base(ODOM_FRAME),
-        pl.lit(BODY_FRAME).alias("child_frame_id"),
-        _covariance().alias("covariance"),
-    )
-
-
 def _groundtruth(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
     cov = tables.get("cov")
     frame = _exact_join(frame, cov, _covariance(), "covariance", "cov→groundtruth", report)
@@ -414,23 +456,26 @@ def _cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
 _Builder = Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]
 _CSV_BUILDERS: dict[str, _Builder] = {
     "ms25": _ms25,
-    "ms25_euler": _ms25_euler,
     "kvh": _kvh,
     "gps": _gnss("gps"),
     "gps_rtk": _gnss("gps_rtk"),
-    "gps_rtk_err": _gps_rtk_err,
     "wheels": _wheels,
     "odometry_mu": _odometry("odometry_cov"),
     "odometry_mu_100hz": _odometry("odometry_cov_100hz"),
-    "odometry_cov": _odometry_cov,
-    "odometry_cov_100hz": _odometry_cov,
     "groundtruth": _groundtruth,
     "cov": _cov,
 }
 """CSV kind (= stream name) → the builder of its rows; side files are joined inside."""
+SIDE_FILES: dict[str, str] = {
+    "ms25_euler": "ms25",
+    "gps_rtk_err": "gps_rtk",
+    "odometry_cov": "odometry_mu",
+    "odometry_cov_100hz": "odometry_mu_100hz",
+}
+"""Side file → the file whose rows of the same utime it completes (one measurement, two
+files): its values go into those rows, it writes none of its own (`_account_side`)."""
 CSV_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("ms25",),
-    ("ms25_euler",),
+    ("ms25", "ms25_euler"),
     ("kvh",),
     ("gps",),
     ("gps_rtk", "gps_rtk_err"),
@@ -440,7 +485,7 @@ CSV_GROUPS: tuple[tuple[str, ...], ...] = (
     ("groundtruth", "cov"),
 )
 """Processing order of the CSV kinds: each primary file with the side file joined onto it."""
-assert sorted(k for g in CSV_GROUPS for k in g) == sorted(_CSV_BUILDERS)
+assert sorted(k for g in CSV_GROUPS for k in g) == sorted([*_CSV_BUILDERS, *SIDE_FILES])
 
 __all__ = [
     "SOURCE_TYPE",

@@ -163,7 +163,8 @@ def assert_conserved(run: Run) -> None:
     streams = run.streams()
     assert streams.height == len(run.result.streams) > 0
     for row in streams.iter_rows(named=True):
-        assert row["records_read"] == row["rows_written"] + row["rows_quarantined"], row
+        accounted = row["rows_written"] + row["records_joined"] + row["rows_quarantined"]
+        assert row["records_read"] == accounted, row
     written = run.streams().group_by("table").agg(pl.col("rows_written").sum())
     for table, n in written.iter_rows():
         assert run.table(table).height == n, table
@@ -178,7 +179,7 @@ def test_every_stream_is_conserved_and_every_file_is_covered(clean: Run) -> None
     assert_conserved(clean)
     assert clean.table("quarantine").height == 0
     streams = clean.streams()
-    read = (pl.col("rows_written") > 0) | pl.col("skipped").is_not_null()  # skipped: with why
+    read = (pl.col("rows_written") + pl.col("records_joined") > 0) | pl.col("skipped").is_not_null()
     sources = set(streams.filter(read).get_column("source_file").to_list())
     date = clean.session.name
     files = [f"{date}/{rel}" for rel in clean.truth["files"]]
@@ -200,23 +201,35 @@ def test_imu_rows_are_the_ms25_file_in_si_units(clean: Run) -> None:
         assert_same(col(imu, f"magnetic_field_{axis}"), v[:, i] * 1e-4)
         assert_same(col(imu, f"linear_acceleration_{axis}"), v[:, 3 + i])
         assert_same(col(imu, f"angular_velocity_{axis}"), v[:, 6 + i])
-        assert imu.get_column(f"orientation_{axis}").null_count() == imu.height
     # Gauss → tesla: the earth field is tens of µT, and gravity sits on body z (z down)
     field = np.linalg.norm(np.stack([col(imu, f"magnetic_field_{a}") for a in "xyz"]), axis=0)
     assert np.all((field > 1e-5) & (field < 1e-4))
     assert abs(np.median(col(imu, "linear_acceleration_z")) + 9.81) < 0.5
 
 
-def test_ms25_euler_rows_carry_the_rotation_rz_ry_rx(clean: Run) -> None:
+def test_one_imu_row_per_ms25_instant_with_the_euler_rotation_rz_ry_rx(clean: Run) -> None:
+    """ms25_euler is the same MS25 measurement as the ms25 row of its utime: its rotation is
+    in that row, and the table has one row per instant, so a count over it is the sensor's
+    rate (fails on the code before: ms25_euler wrote its own orientation-only rows)."""
     utime, v = raw_csv(clean.session / "ms25_euler.csv", 3)
-    imu = clean.table("imu", "ms25_euler")
-    assert imu.height == len(utime)
-    np.testing.assert_array_equal(imu.get_column("time_ns").to_numpy(), utime * 1000)
+    imu_utime, _ = raw_csv(clean.session / "ms25.csv", 9)
+    np.testing.assert_array_equal(np.sort(utime), np.sort(imu_utime))
+    imu = clean.table("imu")
+    assert set(imu["stream"]) == {"ms25"} and imu.height == len(imu_utime)
+    assert imu["time_ns"].n_unique() == imu.height
+    row = dict(zip(imu.get_column("time_ns").to_list(), range(imu.height), strict=True))
     q = np.stack([col(imu, f"orientation_{a}") for a in "xyzw"], axis=1)
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-12)
     for k in range(0, len(utime), 17):
-        np.testing.assert_allclose(quat_matrix(*q[k]), rot_zyx(*v[k]), atol=1e-12)
-    assert imu.get_column("angular_velocity_x").null_count() == imu.height
+        got = q[row[int(utime[k]) * 1000]]
+        np.testing.assert_allclose(quat_matrix(*got), rot_zyx(*v[k]), atol=1e-12)
+    euler = clean.stream_row("ms25_euler", "imu")
+    assert (euler["records_read"], euler["records_joined"], euler["rows_written"]) == (
+        len(utime),
+        len(utime),
+        0,
+    )
+    assert clean.report.joins["ms25_euler→ms25"].matched == imu.height
 
 
 def test_gnss_rows_convert_units_and_keep_both_rows_of_each_pair(clean: Run) -> None:
@@ -253,10 +266,9 @@ def test_gps_rtk_rows_get_the_error_of_the_same_utime(clean: Run) -> None:
     assert_same(col(rtk, "error_m"), expected)
     join = clean.report.joins["gps_rtk_err→gps_rtk"]
     assert join.matched == int(np.isin(utime, err_utime).sum()) == len(utime)
-    own = clean.table("gnss", "gps_rtk_err")
-    assert own.height == len(err_utime)
-    assert_same(col(own, "error_m"), err[:, 0])
-    assert own.get_column("lat_deg").null_count() == own.height
+    assert clean.table("gnss", "gps_rtk_err").height == 0  # no error-only rows (failed before)
+    side = clean.stream_row("gps_rtk_err", "gnss")
+    assert side["records_joined"] == side["records_read"] == len(err_utime)
 
 
 def test_heading_and_wheels(clean: Run) -> None:
@@ -283,10 +295,11 @@ def test_odometry_poses_with_the_covariance_of_the_same_utime(clean: Run, suffix
     got = np.array(odom.get_column("covariance").to_list(), dtype=np.float64)
     index = {u: k for k, u in enumerate(cov_utime.tolist())}
     np.testing.assert_array_equal(got, cov[[index[u] for u in utime.tolist()]])
-    own = clean.table("odometry", f"odometry_cov{suffix}")
-    assert own.height == len(cov_utime)
-    np.testing.assert_array_equal(np.array(own.get_column("covariance").to_list()), cov)
-    assert own.get_column("x_m").null_count() == own.height
+    # one row per pose: no covariance-only rows (failed before: 2 rows a pose)
+    assert clean.table("odometry", f"odometry_cov{suffix}").height == 0
+    assert odom["time_ns"].n_unique() == odom.height
+    side = clean.stream_row(f"odometry_cov{suffix}", "odometry")
+    assert side["records_joined"] == side["records_read"] == len(cov_utime)
 
 
 def test_ground_truth_keeps_nan_rows_as_null_poses_and_marks_nodes(clean: Run) -> None:
@@ -537,10 +550,24 @@ def test_conservation_with_each_fault(tmp_path: Path, fault: str) -> None:
         assert run.stream_row("gps", "gnss")["duplicates"] == 1
         assert quarantine.height == 0
     elif fault == "backward_utime":
+        # the moved ms25_euler line has no ms25 row at its utime: quarantined, its line named
         stats = run.stream_row("ms25_euler", "imu")
-        assert stats["reordered"] == 1 and stats["out_of_order"] == 0
-        times = run.table("imu", "ms25_euler").get_column("time_ns")
-        assert times.is_sorted() and facts["utime"] * 1000 in times.to_list()
+        assert (stats["records_joined"], stats["rows_quarantined"]) == (
+            stats["records_read"] - 1,
+            1,
+        )
+        row = quarantine.filter(pl.col("stream") == "ms25_euler").row(0, named=True)
+        assert row["reason"] == "no_ms25_row_at_utime" and row["line"] == facts["line"]
+        text = (run.session / "ms25_euler.csv").read_text().splitlines()[facts["line"] - 1]
+        assert [float(x) for x in row["raw"].decode().split(",")] == [
+            float(x) for x in text.split(",")
+        ]
+        imu = run.table("imu")
+        assert (
+            imu["time_ns"].is_sorted()
+            and imu.height == run.stream_row("ms25", "imu")["rows_written"]
+        )
+        assert imu.get_column("orientation_w").null_count() == 1
     elif fault == "missing_optional":
         assert "kvh" in run.report.missing
         assert run.streams().filter(pl.col("stream") == "kvh").height == 0
