@@ -105,7 +105,7 @@ class NcltReport:
     """What normalizing a session did besides writing rows (the sink holds the row counts)."""
 
     joins: dict[str, JoinCount] = field(default_factory=dict)
-    """'gps_rtk_err→gps_rtk', 'odometry_cov→odometry_mu', 'cov→groundtruth', ..."""
+    """'ms25_euler→ms25', 'gps_rtk_err→gps_rtk', 'odometry_cov→odometry_mu', ..."""
     lidar: dict[str, LidarCounts] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     """NCLT kinds with no file in the drive (not an error, spec §1)."""
@@ -430,27 +430,24 @@ def _with_twist(poses: pl.DataFrame) -> pl.DataFrame:
 
 
 def _groundtruth(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    """Ground-truth poses; `is_node` where a SLAM node (cov_<date>.csv) has the same utime.
+    The node covariances stay in ground_truth_nodes only (kept once)."""
     cov = tables.get("cov")
-    frame = _exact_join(frame, cov, _covariance(), "covariance", "cov→groundtruth", report)
     nodes = cov.frame.get_column("utime") if cov is not None else pl.Series([], dtype=pl.Int64)
     return _with_twist(
         frame.select(
             *_base(GT_FRAME),
             pl.lit(BODY_FRAME).alias("child_frame_id"),
             *_pose(),
-            pl.col("covariance"),
+            pl.lit(None, pl.Array(pl.Float64, len(COV))).alias("covariance"),
             pl.col("utime").is_in(nodes.implode()).alias("is_node"),
         )
     )
 
 
 def _cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base(GT_FRAME),
-        pl.lit(BODY_FRAME).alias("child_frame_id"),
-        _covariance().alias("covariance"),
-        pl.lit(True).alias("is_node"),
-    )
+    """SLAM nodes: their time and pose covariance, one ground_truth_nodes row each."""
+    return frame.select(*_base(GT_FRAME), _covariance().alias("covariance"))
 
 
 _Builder = Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]

@@ -39,7 +39,7 @@ STREAMS: dict[str, StreamSpec] = {
     "odometry_cov": StreamSpec("odometry", "/odom/covariance", 5.0),
     "odometry_cov_100hz": StreamSpec("odometry", "/odom_100hz/covariance", 100.0),
     "groundtruth": StreamSpec("ground_truth", "/ground_truth", 125.0),  # "≈ 100-150 Hz"
-    "cov": StreamSpec("ground_truth", "/ground_truth/nodes", None),
+    "cov": StreamSpec("ground_truth_nodes", "/ground_truth/nodes", None),
     "velodyne_hits": StreamSpec("lidar_scans", "/sensor/lidar/points", 10.0),
     "velodyne_sync": StreamSpec("lidar_scans", "/sensor/lidar/sync_points", 5.0),
     "hokuyo_30m": StreamSpec("laser_scans", "/sensor/laser/hokuyo_30m/scan", 40.0),

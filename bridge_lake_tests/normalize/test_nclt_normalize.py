@@ -25,6 +25,7 @@ from bridge_lake.errors import DriveMetadataError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.query import connect
 from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize import quality
 from bridge_lake.normalize.nclt import NcltReport, normalize_nclt_session
 from bridge_lake.normalize.sink import DriveSink, NormalizeResult
 from bridge_lake.synth.nclt import FAULTS, TRUTH_FILE, write_nclt_drive
@@ -315,10 +316,17 @@ def test_ground_truth_keeps_nan_rows_as_null_poses_and_marks_nodes(clean: Run) -
         assert_same(col(gt, name), pose[:, i])
     is_node = gt.get_column("is_node").to_numpy()
     np.testing.assert_array_equal(is_node, np.isin(utime, node_utime))
-    nodes = clean.table("ground_truth", "cov")
-    assert nodes.height == len(node_utime) and nodes.get_column("is_node").all()
+    # every null-pose row is an invalid one: the nodes are their own table (failed before:
+    # cov rows in ground_truth with a null pose, is_node and a covariance)
+    assert set(clean.table("ground_truth")["stream"]) == {"groundtruth"}
+    invalid = clean.table("ground_truth").filter(pl.col("x_m").is_null())
+    assert invalid["covariance"].null_count() == invalid.height == len(info["nan_rows"])
+    nodes = clean.table("ground_truth_nodes")
+    assert set(nodes["stream"]) == {"cov"} and nodes.height == len(node_utime)
     np.testing.assert_array_equal(nodes.get_column("time_ns").to_numpy(), node_utime * 1000)
     np.testing.assert_array_equal(np.array(nodes.get_column("covariance").to_list()), node_cov)
+    findings = quality.sensor_table_findings("ground_truth", clean.result.streams)
+    assert next(f for f in findings if f.check == "null_pose").passed
 
 
 def _first_packet(path: Path) -> tuple[int, np.ndarray]:

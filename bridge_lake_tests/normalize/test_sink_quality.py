@@ -366,3 +366,60 @@ def test_scan_end_check_compares_each_end_with_its_last_point(tmp_path, end_offs
     if not passed:
         assert f.metadata["violations"] == {"lidar": {quality.END_NOT_LAST_POINT: 3}}
     assert "scan_end" in quality.checks_of("lidar_scans")
+
+
+def test_one_row_per_instant_flags_one_sensor_split_over_two_streams(tmp_path):
+    """Two streams of one frame sharing time stamps are one measurement split over rows (NCLT
+    ms25 + ms25_euler before they were joined): `one_row_per_instant` fails. A stream of
+    another frame at the same times is another sensor, not flagged (no check before)."""
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        for stream in ("rates", "orientation", "other"):
+            s.declare(StreamInfo(stream, "imu", f"{stream}.csv", "test", "/imu", 100.0))
+            s.read(stream, "imu", 50)
+        s.write("rates", "imu", _imu(50))
+        s.write("orientation", "imu", _imu(50, orientation_w=np.ones(50)))
+        other = _imu(50).set_column(2, "frame_id", pa.array(["imu2"] * 50))
+        s.write("other", "imu", other)
+        result = s.finish()
+    f = _finding(result, "imu", "one_row_per_instant")
+    assert not f.passed and f.metadata["shared_instants"] == {"rates + orientation": 50}
+
+
+def test_one_stream_per_lidar_flags_two_point_streams_of_one_frame(tmp_path):
+    def feed(s):
+        _scan_feed(90_000_000)(s)
+        s.declare(StreamInfo("sync", "lidar_scans", "s/", "test", "/s", 5.0))
+        s.read("sync", "lidar_scans", 1)
+        ids = s.scan_ids(1)
+        row = {"time_ns": [T0], "frame_id": ["lidar"], "scan_id": ids, "end_time_ns": [T0]}
+        s.write("sync", "lidar_scans", pa.table(row | {"point_count": [0]}))
+
+    f = _finding(_lidar_run(tmp_path, feed), "lidar_scans", "one_stream_per_lidar")
+    assert not f.passed and f.metadata["more_than_one"] == {"lidar": ["lidar", "sync"]}
+
+
+@pytest.mark.parametrize("table", ["odometry", "ground_truth"])
+def test_null_pose_check_flags_a_null_pose_row_with_data(tmp_path, table):
+    """A null pose is an invalid row; one carrying a covariance (NCLT's cov rows in
+    ground_truth before they got their own table) fails `null_pose` (no check before)."""
+    n = 4
+    t = T0 + np.arange(n, dtype=np.int64) * 10_000_000
+    cov = pa.array([None, None, None, [0.1] * 21], pa.list_(pa.float64(), 21))
+    rows = pa.table(
+        {
+            "time_ns": t,
+            "frame_id": ["world"] * n,
+            "x_m": pa.array([1.0, None, 2.0, None]),
+            "covariance": cov,
+        }
+    )
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        s.declare(StreamInfo("poses", table, "p.csv", "test", "/p", 100.0))
+        s.read("poses", table, n)
+        s.write("poses", table, rows)
+        result = s.finish()
+    f = _finding(result, table, "null_pose")
+    assert not f.passed
+    assert f.metadata["violations"] == {"poses": {quality.NULL_POSE_WITH_DATA: 1}}

@@ -186,6 +186,22 @@ GROUND_TRUTH = TableSpec(
     ),
 )
 
+GROUND_TRUTH_NODES = TableSpec(
+    "normalized",
+    "ground_truth_nodes",
+    "SLAM graph nodes of a reference trajectory (NCLT cov_<date>.csv): the node times and their "
+    "pose covariance, one row a node. The files give no pose at a node's time, so the nodes "
+    "are their own table, not null-pose ground_truth rows; a ground_truth row at exactly a "
+    "node's time has is_node = true.",
+    columns(
+        SENSOR_COLUMNS,
+        """
+        covariance  list<float64>[21]!  upper triangle of the 6x6 pose covariance over (x, y,
+            z, roll, pitch, yaw), row by row
+        """,
+    ),
+)
+
 LASER_SCANS = TableSpec(
     "normalized",
     "laser_scans",
@@ -295,6 +311,7 @@ SENSOR_TABLES: tuple[TableSpec, ...] = (
     WHEEL_ODOMETRY,
     ODOMETRY,
     GROUND_TRUTH,
+    GROUND_TRUTH_NODES,
     LASER_SCANS,
 )
 """Normalized sensor tables, each keyed by `stream`."""
