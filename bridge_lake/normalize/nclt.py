@@ -9,24 +9,27 @@ master time is `utime x 1000` in int64 ns (`clock.us_to_ns`, never float seconds
 separate device clock in any file, so `sensor_time_ns` is always **null** for NCLT: a copy of
 the master time would only give the sink a trivial fit (offset 0, drift 0) to store.
 
-Streams. One stream per raw file kind, named by the kind (`ms25`, `gps`, `odometry_cov_100hz`,
-`cov`, `velodyne_hits`, `velodyne_sync`, `hokuyo_30m`, `lb3_cam<k>`, ...). Every file of the
-session is the `source_file` of a stream that writes its records, so completeness and
-conservation (records read = rows written + rows quarantined) hold per file without a
-notion of "merged" records, which the sink does not have. The side files that qualify another
-file are therefore written twice, on purpose and documented:
+Streams. One stream per raw file kind, named by the kind (`ms25`, `gps`, `odometry_mu_100hz`,
+`cov`, `velodyne_hits`, `hokuyo_30m`, `lb3_cam<k>`, ...), and one row per measurement. Every
+file of the session is the `source_file` of a stream, so completeness and conservation hold
+per file. The side files that qualify another file's rows at the same instants write no rows:
+their values go into the primary's row of exactly the same utime and their records count as
+joined (records read = rows written + records joined + rows quarantined, `_account_side`):
 
-- `ms25_euler` → own `imu` rows with only the orientation quaternion (R = Rz·Ry·Rx);
-- `gps_rtk_err` → own `gnss` rows with only `error_m`, *and* `error_m` joined onto the
-  `gps_rtk` rows of exactly the same utime;
-- `odometry_cov[_100hz]` → own `odometry` rows with only `covariance`, *and* `covariance`
-  joined onto the `odometry_mu[_100hz]` rows of exactly the same utime;
-- `cov_<date>` → own `ground_truth` rows (`is_node` true, `covariance`, null pose), *and*
-  `is_node`/`covariance` on the `groundtruth` rows of exactly the same utime.
+- `ms25_euler` → the orientation quaternion (R = Rz·Ry·Rx) of the `ms25` row;
+- `gps_rtk_err` → `error_m` of the `gps_rtk` row;
+- `odometry_cov[_100hz]` → `covariance` of the `odometry_mu[_100hz]` row.
 
-Joins are exact-utime and one-to-one: a key that occurs more than once on the side file is
-ambiguous and not joined; the counts are in `NcltReport.joins`. Analysts who want one row per
-pose filter on `stream`.
+Joins are exact-utime and one-to-one: a side record whose utime occurs more than once in its
+file is ambiguous, one without a primary row at its utime has nothing to qualify; both are
+quarantined with their line (counts in `NcltReport.joins`). `cov_<date>` (SLAM nodes, about
+every 8 m, at times the dense ground truth need not hold) is its own table,
+`ground_truth_nodes`; a `groundtruth` row at exactly a node's utime has `is_node` true.
+
+Lidar. The one HDL-32E is two files: velodyne_hits.bin (every revolution) and velodyne_sync/
+(a ≈ 5 Hz subset, no per-point time). Only one is read: velodyne_hits by default, velodyne_sync
+when the drive has no hits file or drive.yaml `nclt_velodyne` names it (a list of both keeps
+both); the other is declared `skipped` with why (`nclt_streams.velodyne_streams`).
 
 Units and frames (sensor frames as NCLT defines them; REP-103 is the calibrated layer's job):
 ms25 in its body axes (x forward, y right, z down, `frame_id` "ms25"), magnetic field

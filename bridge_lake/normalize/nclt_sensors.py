@@ -12,11 +12,11 @@ Accounting per stream (records read = rows written + rows quarantined):
 - `velodyne_sync` (read only when the drive asks for it or has no velodyne_hits.bin: see
   nclt.py): lidar_scans counts files (a file whose size is not a multiple of 8 bytes is
   quarantined whole), lidar_points counts the hits of the good files.
+- `hokuyo_*`: a record is a scan; a truncated last record is one quarantined byte range.
+- `lb3_cam<k>`: a record is a TIFF file; one that does not parse is quarantined.
 
 Every scan's `end_time_ns` is its last point's time: its start plus the largest
 `time_offset_ns` of its points (`_LidarWriter.add`), so the scan row and its points agree.
-- `hokuyo_*`: a record is a scan; a truncated last record is one quarantined byte range.
-- `lb3_cam<k>`: a record is a TIFF file; one that does not parse is quarantined.
 """
 
 from __future__ import annotations

@@ -53,7 +53,9 @@ fills it from the pose derivative (bridge_lake.geometry.body_twist)."""
 IMU = TableSpec(
     "normalized",
     "imu",
-    "Inertial samples: rates, specific force, optional orientation and magnetic field.",
+    "Inertial samples: rates, specific force, optional orientation and magnetic field; one row "
+    "per measurement (NCLT: an ms25 row carries the orientation of the ms25_euler.csv line of "
+    "its utime, which writes no row of its own).",
     columns(
         SENSOR_COLUMNS,
         _xyz("angular_velocity", F64, "rad/s", "angular velocity"),
@@ -78,7 +80,8 @@ HEADING = TableSpec(
 GNSS = TableSpec(
     "normalized",
     "gnss",
-    "Satellite fixes in WGS-84.",
+    "Satellite fixes in WGS-84, one row a fix (NCLT gps_rtk_err.csv is the error_m of the "
+    "gps_rtk fix of its utime, no row of its own).",
     columns(
         SENSOR_COLUMNS,
         """
@@ -114,13 +117,19 @@ CAN_FRAMES = TableSpec(
 LIDAR_SCANS = TableSpec(
     "normalized",
     "lidar_scans",
-    "One row per lidar revolution / frame; points are in lidar_points with the same scan_id.",
+    "One row per lidar revolution / frame; points are in lidar_points with the same scan_id. "
+    "One point stream per physical lidar: NCLT's HDL-32E is `velodyne_hits` (every revolution, "
+    "per-packet point times); its `velodyne_sync` subset is read only when drive.yaml "
+    "`nclt_velodyne` asks (then normalized_streams lists the other as `skipped`); checked by "
+    "`one_stream_per_lidar`.",
     columns(
         SENSOR_COLUMNS,
         """
         scan_id         int64!  scan number, unique within the drive over all lidar streams
         sensor_scan_id  int64   the sensor's own scan / frame counter, if any
-        end_time_ns     int64!  time of the last point [ns]
+        end_time_ns     int64!  time of the last point [ns]: time_ns + the largest
+            time_offset_ns of the scan's points (time_ns when they carry none, e.g. NCLT
+            velodyne_sync); checked by `scan_end`
         point_count     int64!  points in lidar_points
         cut             string  why the scan ended: azimuth | gap | end | frame
         """,
@@ -171,7 +180,8 @@ WHEEL_ODOMETRY = TableSpec(
 ODOMETRY = TableSpec(
     "normalized",
     "odometry",
-    "Poses of an odometry / dead-reckoning estimate in its own world frame.",
+    "Poses of an odometry / dead-reckoning estimate in its own world frame, one row a pose "
+    "(NCLT odometry_cov*.csv is the covariance of the odometry_mu* pose of its utime).",
     columns(SENSOR_COLUMNS, ODOMETRY_COLUMNS),
 )
 
