@@ -28,16 +28,16 @@ class StreamSpec:
 
 STREAMS: dict[str, StreamSpec] = {
     "ms25": StreamSpec("imu", "/sensor/imu/data", 47.5),  # "≈ 47-48 Hz"
-    "ms25_euler": StreamSpec("imu", "/sensor/imu/orientation", 47.0),
+    "ms25_euler": StreamSpec("imu", "/sensor/imu/data", None),  # joined onto ms25 rows
     "kvh": StreamSpec("heading", "/sensor/kvh/heading", 94.0),
     "gps": StreamSpec("gnss", "/sensor/gps/fix", 8.0),  # ≈ 4 fixes/s, two rows per fix
     "gps_rtk": StreamSpec("gnss", "/sensor/gps_rtk/fix", 2.5),
-    "gps_rtk_err": StreamSpec("gnss", "/sensor/gps_rtk/error", 2.5),  # "with RTK fixes"
+    "gps_rtk_err": StreamSpec("gnss", "/sensor/gps_rtk/fix", None),  # joined onto gps_rtk
     "wheels": StreamSpec("wheel_odometry", "/sensor/wheels/speed", 45.0),  # "≈ 40-50 Hz"
     "odometry_mu": StreamSpec("odometry", "/odom", 5.0),
     "odometry_mu_100hz": StreamSpec("odometry", "/odom_100hz", 100.0),  # "≈ 100-110 Hz"
-    "odometry_cov": StreamSpec("odometry", "/odom/covariance", 5.0),
-    "odometry_cov_100hz": StreamSpec("odometry", "/odom_100hz/covariance", 100.0),
+    "odometry_cov": StreamSpec("odometry", "/odom", None),  # joined onto odometry_mu
+    "odometry_cov_100hz": StreamSpec("odometry", "/odom_100hz", None),  # joined onto ..._100hz
     "groundtruth": StreamSpec("ground_truth", "/ground_truth", 125.0),  # "≈ 100-150 Hz"
     "cov": StreamSpec("ground_truth_nodes", "/ground_truth/nodes", None),
     "velodyne_hits": StreamSpec("lidar_scans", "/sensor/lidar/points", 10.0),
@@ -46,7 +46,8 @@ STREAMS: dict[str, StreamSpec] = {
     "hokuyo_4m": StreamSpec("laser_scans", "/sensor/laser/hokuyo_4m/scan", 10.0),
     "lb3": StreamSpec("camera_frames", "/sensor/camera/lb3_cam{k}/image", 5.0),
 }
-"""Stream (= NCLT file kind; lb3 expands to lb3_cam<k>) → table, topic, nominal rate."""
+"""Stream (= NCLT file kind; lb3 expands to lb3_cam<k>) → table, topic, nominal rate. A side
+file (nclt.SIDE_FILES) writes no rows: it has its primary's topic and no rate of its own."""
 
 
 VELODYNE_KEY = "nclt_velodyne"
