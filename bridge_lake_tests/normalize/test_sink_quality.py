@@ -383,7 +383,24 @@ def test_one_row_per_instant_flags_one_sensor_split_over_two_streams(tmp_path):
         s.write("other", "imu", other)
         result = s.finish()
     f = _finding(result, "imu", "one_row_per_instant")
-    assert not f.passed and f.metadata["shared_instants"] == {"rates + orientation": 50}
+    assert not f.passed and f.metadata["split"] == {"rates + orientation": 50}
+
+
+def test_two_rates_of_one_frame_meeting_by_chance_are_not_a_split(tmp_path):
+    """A 5 Hz and a 100 Hz estimate of one frame whose stamps meet once (1 of 11 slow ones,
+    as NCLT's odometry_mu and odometry_mu_100hz do) are two streams, not one split."""
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        s.declare(StreamInfo("fast", "imu", "f.csv", "test", "/f", 100.0))
+        s.declare(StreamInfo("slow", "imu", "s.csv", "test", "/s", 5.0))
+        s.read("fast", "imu", 200)
+        s.read("slow", "imu", 11)
+        s.write("fast", "imu", _imu(200))
+        s.write("slow", "imu", _imu(10, period_ns=200_000_000, start=T0 + 3_000_000))
+        s.write("slow", "imu", _imu(1, start=T0 + 10_000_000 * 150))
+        result = s.finish()
+    f = _finding(result, "imu", "one_row_per_instant")
+    assert f.passed and f.metadata["shared_instants"] == {"fast + slow": 1}
 
 
 def test_one_stream_per_lidar_flags_two_point_streams_of_one_frame(tmp_path):
