@@ -61,6 +61,10 @@ CREATE OR REPLACE VIEW normalized_ground_truth AS
 SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/ground_truth/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
+CREATE OR REPLACE VIEW normalized_ground_truth_nodes AS
+SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/ground_truth_nodes/*/*.parquet',
+                           hive_partitioning = true, hive_types = {'drive': VARCHAR});
+
 CREATE OR REPLACE VIEW normalized_laser_scans AS
 SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
@@ -136,7 +140,7 @@ SELECT drive, "table", stream, rows_written, mean_rate_hz, expected_rate_hz,
        mean_rate_hz / nullif(expected_rate_hz, 0) AS rate_ratio,
        (last_time_ns - first_time_ns) / 1e9 AS duration_s,
        gaps, longest_gap_ns / 1e9 AS longest_gap_s, clock_drift_ppm,
-       records_read - rows_written - rows_quarantined AS unaccounted
+       records_read - rows_written - records_joined - rows_quarantined AS unaccounted
 FROM normalized_streams
 ORDER BY drive, "table", stream;
 

@@ -51,8 +51,9 @@ REPORT_FACTS = ("vehicle", "source", "recorded_at", "operator", "route", "weathe
 def drive_findings(result: NormalizeResult, recordings: list[str]) -> list[quality.Finding]:
     """Every check of the normalized layer for one drive, from the sink's figures."""
     # a file is accounted for when its records were read (written or quarantined: the
-    # quarantine_share check flags files that only produced quarantine)
-    source_files = {s.info.source_file for s in result.streams if s.records_read}
+    # quarantine_share check flags files that only produced quarantine) or a stream names it
+    # as skipped by choice (the completeness check lists those with why)
+    source_files = {s.info.source_file for s in result.streams if s.records_read or s.info.skipped}
     lost = sorted(f for f in recordings if not covered(f, source_files))
     return [
         *(
@@ -113,8 +114,9 @@ def _lidar_to_base(store: Lake, drive: str, meta: dict) -> Callable[[str], Trans
 def streams_markdown(result: NormalizeResult) -> str:
     """The stream catalog as a Markdown table for the asset's page in the UI."""
     lines = [
-        "| target | table | stream | read | written | quarantined | rate Hz | gaps | drift ppm |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| target | table | stream | read | written | joined | quarantined | rate Hz | gaps "
+        "| drift ppm |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in result.streams:
         rate = f"{s.mean_rate_hz:.2f}" if s.mean_rate_hz else ""
@@ -122,7 +124,8 @@ def streams_markdown(result: NormalizeResult) -> str:
         gaps = s.order.gaps if s.order else ""
         lines.append(
             f"| {s.info.target} | {s.info.table} | {s.info.stream} | {s.records_read} | "
-            f"{s.rows_written} | {s.rows_quarantined} | {rate} | {gaps} | {drift} |"
+            f"{s.rows_written} | {s.records_joined} | {s.rows_quarantined} | {rate} | {gaps} | "
+            f"{drift} |"
         )
     return "\n".join(lines)
 
@@ -131,7 +134,7 @@ def _check_specs() -> list[dg.AssetCheckSpec]:
     specs = [
         spec
         for table in quality.SENSOR_TABLE_NAMES
-        for spec in check_specs(asset_name(table), quality.CHECKS)
+        for spec in check_specs(asset_name(table), quality.checks_of(table))
     ]
     specs += check_specs(asset_name(STREAMS.name), quality.CATALOG_CHECKS)
     return specs + check_specs(asset_name(QUARANTINE.name), quality.QUARANTINE_CHECKS)

@@ -19,6 +19,7 @@ def render_tables_md() -> str:
         "Every table lives at `<lake>/<layer>/<table>/drive=<drive_id>/part-<n>.parquet`; "
         "`drive` is the Hive partition column, not stored inside the files.",
         "",
+        *ONE_ROW_PER_MEASUREMENT,
     ]
     for spec in TABLES:
         lines += [f"## {spec.layer}/{spec.name}", "", spec.description, ""]
@@ -35,6 +36,18 @@ def render_tables_md() -> str:
     return "\n".join(lines)
 
 
+ONE_ROW_PER_MEASUREMENT = [
+    "Every normalized sensor table has one row per measurement, so a count over a table is "
+    "that sensor's rate. Values a dataset logs in two files at the same instant go into one "
+    "row: the side file's records are counted in `normalized_streams.records_joined` "
+    "(records_read = rows_written + records_joined + rows_quarantined), and one with no row "
+    "of its primary at its time is quarantined (`no_<primary>_row_at_utime`, "
+    "`ambiguous_utime`). A partial stream that stands on its own has its own table "
+    "(`ground_truth_nodes`). A stream left out by choice is listed in normalized_streams with "
+    "`skipped` saying why. The asset checks `one_row_per_instant`, `one_stream_per_lidar`, "
+    "`scan_end` and `null_pose` watch these rules.",
+    "",
+]
 GENERIC_TABLES = [
     f"## normalized/{GENERIC_PREFIX}<struct>",
     "",

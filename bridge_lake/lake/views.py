@@ -47,7 +47,7 @@ SELECT drive, "table", stream, rows_written, mean_rate_hz, expected_rate_hz,
        mean_rate_hz / nullif(expected_rate_hz, 0) AS rate_ratio,
        (last_time_ns - first_time_ns) / 1e9 AS duration_s,
        gaps, longest_gap_ns / 1e9 AS longest_gap_s, clock_drift_ppm,
-       records_read - rows_written - rows_quarantined AS unaccounted
+       records_read - rows_written - records_joined - rows_quarantined AS unaccounted
 FROM normalized_streams
 ORDER BY drive, "table", stream;
 

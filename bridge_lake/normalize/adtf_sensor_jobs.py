@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.formats.adtf.ddl_decode import decode
@@ -151,8 +152,9 @@ class LidarJob(StructJob):
     lidar_points counts the points of the samples that decoded (a quarantined sample's points
     are inside its quarantined record). Scan ids come from the sink (unique in the drive); the
     payload's own frame counter, if mapped, is `sensor_scan_id`. A point's time is its scan's
-    plus `time_offset_ns`; without a per-point time in the payload `end_time_ns` equals the
-    start and the offset is null.
+    plus `time_offset_ns`, and `end_time_ns` is the time of the scan's last point: time_ns plus
+    the largest offset of its points (`scan_ends`); without a per-point time in the payload the
+    offset is null and the end equals the start.
     """
 
     def info(self, batch: Batch | None) -> list[StreamInfo]:
@@ -175,16 +177,7 @@ class LidarJob(StructJob):
             cols["sensor_scan_id"] = table_column(table, self.rule.sensor_scan_id)
         points = table_column(table, self.rule.points_element)
         counts = np.diff(np.asarray(points.offsets)).astype(np.int64)
-        cols.update(
-            scan_id=scan_id,
-            end_time_ns=cols["time_ns"],
-            point_count=counts,
-            cut=pa.repeat(pa.scalar("frame"), len(idx)),
-        )
-        self.sink.write(self.name, self.table, pa.table(cols))
         flat = points.flatten()
-        n = int(counts.sum())
-        self.sink.read(self.name, "lidar_points", n)
         pcols: dict = {"scan_id": np.repeat(scan_id, counts)}
         flat_table = pa.table({f.name: flat.field(f.name) for f in flat.type})
         schema = NORMALIZED["lidar_points"].schema
@@ -193,6 +186,14 @@ class LidarJob(StructJob):
             if column is None:
                 column = mapped_column(flat_table, fm, schema.field(fm.column).type)
             pcols[fm.column] = column
+        cols.update(
+            scan_id=scan_id,
+            end_time_ns=scan_ends(cols["time_ns"], counts, pcols.get("time_offset_ns")),
+            point_count=counts,
+            cut=pa.repeat(pa.scalar("frame"), len(idx)),
+        )
+        self.sink.write(self.name, self.table, pa.table(cols))
+        self.sink.read(self.name, "lidar_points", int(counts.sum()))
         self.sink.write(self.name, "lidar_points", pa.table(pcols))
 
     def unfit_points(self, table: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array]]:
@@ -218,6 +219,21 @@ class LidarJob(StructJob):
                 for s, i in zip(scans.tolist(), first.tolist(), strict=True)
             ]
         return reasons, fitted
+
+
+def scan_ends(time_ns: np.ndarray, counts: np.ndarray, offsets: pa.Array | None) -> np.ndarray:
+    """Each scan's end_time_ns: its time plus the largest time_offset_ns of its points (the
+    last point's time; a null offset is 0, as in the lidar_points_timed view), its time when
+    it has no points or no offsets. `counts` are the scans' point counts, in point order."""
+    time_ns = np.asarray(time_ns, dtype=np.int64)
+    if offsets is None or not len(offsets):
+        return time_ns.copy()
+    values = pc.fill_null(offsets, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    has = counts > 0
+    starts = (np.cumsum(counts) - counts)[has]
+    largest = np.zeros(len(time_ns), dtype=np.int64)
+    largest[has] = np.maximum.reduceat(values, starts)
+    return time_ns + largest
 
 
 class VideoJob(Job):

@@ -9,24 +9,27 @@ master time is `utime x 1000` in int64 ns (`clock.us_to_ns`, never float seconds
 separate device clock in any file, so `sensor_time_ns` is always **null** for NCLT: a copy of
 the master time would only give the sink a trivial fit (offset 0, drift 0) to store.
 
-Streams. One stream per raw file kind, named by the kind (`ms25`, `gps`, `odometry_cov_100hz`,
-`cov`, `velodyne_hits`, `velodyne_sync`, `hokuyo_30m`, `lb3_cam<k>`, ...). Every file of the
-session is the `source_file` of a stream that writes its records, so completeness and
-conservation (records read = rows written + rows quarantined) hold per file without a
-notion of "merged" records, which the sink does not have. The side files that qualify another
-file are therefore written twice, on purpose and documented:
+Streams. One stream per raw file kind, named by the kind (`ms25`, `gps`, `odometry_mu_100hz`,
+`cov`, `velodyne_hits`, `hokuyo_30m`, `lb3_cam<k>`, ...), and one row per measurement. Every
+file of the session is the `source_file` of a stream, so completeness and conservation hold
+per file. The side files that qualify another file's rows at the same instants write no rows:
+their values go into the primary's row of exactly the same utime and their records count as
+joined (records read = rows written + records joined + rows quarantined, `_account_side`):
 
-- `ms25_euler` → own `imu` rows with only the orientation quaternion (R = Rz·Ry·Rx);
-- `gps_rtk_err` → own `gnss` rows with only `error_m`, *and* `error_m` joined onto the
-  `gps_rtk` rows of exactly the same utime;
-- `odometry_cov[_100hz]` → own `odometry` rows with only `covariance`, *and* `covariance`
-  joined onto the `odometry_mu[_100hz]` rows of exactly the same utime;
-- `cov_<date>` → own `ground_truth` rows (`is_node` true, `covariance`, null pose), *and*
-  `is_node`/`covariance` on the `groundtruth` rows of exactly the same utime.
+- `ms25_euler` → the orientation quaternion (R = Rz·Ry·Rx) of the `ms25` row;
+- `gps_rtk_err` → `error_m` of the `gps_rtk` row;
+- `odometry_cov[_100hz]` → `covariance` of the `odometry_mu[_100hz]` row.
 
-Joins are exact-utime and one-to-one: a key that occurs more than once on the side file is
-ambiguous and not joined; the counts are in `NcltReport.joins`. Analysts who want one row per
-pose filter on `stream`.
+Joins are exact-utime and one-to-one: a side record whose utime occurs more than once in its
+file is ambiguous, one without a primary row at its utime has nothing to qualify; both are
+quarantined with their line (counts in `NcltReport.joins`). `cov_<date>` (SLAM nodes, about
+every 8 m, at times the dense ground truth need not hold) is its own table,
+`ground_truth_nodes`; a `groundtruth` row at exactly a node's utime has `is_node` true.
+
+Lidar. The one HDL-32E is two files: velodyne_hits.bin (every revolution) and velodyne_sync/
+(a ≈ 5 Hz subset, no per-point time). Only one is read: velodyne_hits by default, velodyne_sync
+when the drive has no hits file or drive.yaml `nclt_velodyne` names it (a list of both keeps
+both); the other is declared `skipped` with why (`nclt_streams.velodyne_streams`).
 
 Units and frames (sensor frames as NCLT defines them; REP-103 is the calibrated layer's job):
 ms25 in its body axes (x forward, y right, z down, `frame_id` "ms25"), magnetic field
@@ -66,12 +69,14 @@ from bridge_lake.normalize.nclt_sensors import (
     normalize_lb3,
     normalize_velodyne_hits,
     normalize_velodyne_sync,
+    sync_folder,
 )
 from bridge_lake.normalize.nclt_streams import (
     SOURCE_TYPE,
     STREAMS,
     source_file,
     stream_info,
+    velodyne_streams,
 )
 from bridge_lake.normalize.sink import DriveSink
 
@@ -103,22 +108,28 @@ class NcltReport:
     """What normalizing a session did besides writing rows (the sink holds the row counts)."""
 
     joins: dict[str, JoinCount] = field(default_factory=dict)
-    """'gps_rtk_err→gps_rtk', 'odometry_cov→odometry_mu', 'cov→groundtruth', ..."""
+    """'ms25_euler→ms25', 'gps_rtk_err→gps_rtk', 'odometry_cov→odometry_mu', ..."""
     lidar: dict[str, LidarCounts] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     """NCLT kinds with no file in the drive (not an error, spec §1)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Streams present but not read, by choice → why (a second Velodyne stream)."""
 
 
 def normalize_nclt(drive_dir: Path, sink: DriveSink) -> None:
     """Normalize every NCLT file found under `drive_dir` into `sink` (the NORMALIZERS entry);
     a session packed as the dataset ships it (`<date>_*.tar.gz`) is streamed out first."""
     with unpacked(drive_dir) as root:
-        normalize_nclt_session(root, sink)
+        normalize_nclt_session(root, sink, meta_dir=drive_dir)
 
 
-def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
-    """Like normalize_nclt, returning the joins, lidar figures and missing kinds."""
+def normalize_nclt_session(
+    drive_dir: Path, sink: DriveSink, *, meta_dir: Path | None = None
+) -> NcltReport:
+    """Like normalize_nclt, returning the joins, lidar figures and missing kinds. The drive's
+    choices (drive.yaml, `velodyne_streams`) are read from `meta_dir`, else `drive_dir`."""
     session = locate_session(drive_dir)
+    meta_dir = drive_dir if meta_dir is None else meta_dir
     report = NcltReport(missing=list(session.missing))
     for group in CSV_GROUPS:
         # A file and the side file joined onto it are loaded together and dropped together,
@@ -126,14 +137,27 @@ def normalize_nclt_session(drive_dir: Path, sink: DriveSink) -> NcltReport:
         # a fraction of the text's size).
         tables = {kind: _load(session, kind) for kind in group if kind in session.files}
         for table in tables.values():
-            _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
+            if table.kind in SIDE_FILES:
+                _account_side(sink, session, table, tables.get(SIDE_FILES[table.kind]))
+            else:
+                _write_csv(sink, session, table, _CSV_BUILDERS[table.kind], tables, report)
         del tables
     files = session.files
-    if "velodyne_hits" in files:
+    velodyne = {
+        "velodyne_hits": source_file(session, files["velodyne_hits"])
+        if "velodyne_hits" in files
+        else None,
+        "velodyne_sync": sync_folder(session) if session.scans else None,
+    }
+    read, skipped = velodyne_streams(meta_dir, {k for k, v in velodyne.items() if v})
+    for stream, why in skipped.items():
+        sink.declare(stream_info(stream, velodyne[stream] or "", skipped=why))
+    report.skipped.update(skipped)
+    if "velodyne_hits" in read:
         report.lidar["velodyne_hits"] = normalize_velodyne_hits(
             sink, files["velodyne_hits"], source_file(session, files["velodyne_hits"])
         )
-    if session.scans:
+    if "velodyne_sync" in read:
         report.lidar["velodyne_sync"] = normalize_velodyne_sync(sink, session)
     for kind in ("hokuyo_30m", "hokuyo_4m"):
         if kind in files:
@@ -161,24 +185,71 @@ def _write_csv(
     """One CSV file → one stream: count, quarantine malformed lines, sort, convert, write."""
     kind = table.kind
     spec = STREAMS[kind]
+    _declare_csv(sink, session, table)
+    frame = _time_sorted(sink, kind, spec.table, table.frame)
+    out = build(frame, tables, report)
+    sink.write(kind, spec.table, out.to_arrow())
+
+
+def _declare_csv(sink: DriveSink, session: NcltSession, table: CsvTable) -> str:
+    """Declare a CSV file's stream, count its lines and quarantine the malformed ones."""
+    kind, target = table.kind, STREAMS[table.kind].table
     rel = source_file(session, table.path)
     sink.declare(stream_info(kind, rel))
-    sink.read(kind, spec.table, table.frame.height + table.quarantine.height)
+    sink.read(kind, target, table.frame.height + table.quarantine.height)
     if table.quarantine.height:
         q = table.quarantine
         lines = q.get_column("line").to_list()
         sink.quarantine(
             kind,
-            spec.table,
+            target,
             source_file=rel,
             reasons=q.get_column("reason").to_list(),
             record_index=[n - 1 for n in lines],
             line=lines,
             raw=[t.encode() for t in q.get_column("text").to_list()],
         )
-    frame = _time_sorted(sink, kind, spec.table, table.frame)
-    out = build(frame, tables, report)
-    sink.write(kind, spec.table, out.to_arrow())
+    return rel
+
+
+def _account_side(
+    sink: DriveSink, session: NcltSession, side: CsvTable, primary: CsvTable | None
+) -> None:
+    """A side file has no rows of its own: each record whose utime is unique in the file and
+    has a row of the primary file is joined onto that row (the primary's builder put its
+    values there: `_exact_join`) and counted as joined. The others would be a measurement
+    without the row it qualifies: quarantined, with their line and the line re-written from
+    the parsed values (shortest round-trip text), under `ambiguous_utime` or
+    `no_<primary>_row_at_utime`."""
+    rel = _declare_csv(sink, session, side)
+    target = STREAMS[side.kind].table
+    utime = side.frame.get_column("utime")
+    unique = ~utime.is_duplicated()
+    if primary is None:
+        present = pl.Series([False] * side.frame.height)
+    else:
+        present = utime.is_in(primary.frame.get_column("utime").implode())
+    joined = unique & present
+    sink.joined(side.kind, target, int(joined.sum()))
+    left = (~joined).to_numpy()
+    if not left.any():
+        return
+    bad = side.quarantine.get_column("line").to_numpy()
+    lines = np.setdiff1d(np.arange(1, side.frame.height + bad.size + 1), bad)[left]
+    text = side.frame.filter(~joined).select(
+        pl.concat_str([pl.col(c).cast(pl.String) for c in side.frame.columns], separator=",")
+    )
+    sink.quarantine(
+        side.kind,
+        target,
+        source_file=rel,
+        reasons=np.where(
+            unique.to_numpy()[left], f"no_{SIDE_FILES[side.kind]}_row_at_utime", "ambiguous_utime"
+        ).tolist(),
+        record_index=(lines - 1).tolist(),
+        line=lines.tolist(),
+        raw=[t.encode() for t in text.to_series().fill_null("nan").to_list()],
+    )
 
 
 def _time_sorted(sink: DriveSink, stream: str, table: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -225,11 +296,21 @@ def _base(frame_id: str) -> list[pl.Expr]:
 
 
 def _ms25(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    """ms25 rows with the orientation of ms25_euler's row of the same utime (one measurement
+    of the MS25, logged as two files): null where ms25_euler has none."""
+    side = tables.get("ms25_euler")
+    if side is None:
+        orientation = [pl.lit(None, pl.Float64).alias(f"orientation_{a}") for a in "xyzw"]
+    else:
+        euler = quaternion_from_euler(pl.col("roll"), pl.col("pitch"), pl.col("heading"))
+        frame = _exact_join(frame, side, pl.struct(euler), "q", "ms25_euler→ms25", report)
+        orientation = [pl.col("q").struct.field(f"orientation_{a}") for a in "xyzw"]
     return frame.select(
         *_base("ms25"),
         *(pl.col(f"gyro_{a}").alias(f"angular_velocity_{a}") for a in "xyz"),
         *(pl.col(f"accel_{a}").alias(f"linear_acceleration_{a}") for a in "xyz"),
         *((pl.col(f"mag_{a}") * GAUSS_TO_TESLA).alias(f"magnetic_field_{a}") for a in "xyz"),
+        *orientation,
     )
 
 
@@ -245,12 +326,6 @@ def quaternion_from_euler(roll: pl.Expr, pitch: pl.Expr, heading: pl.Expr) -> li
         (cr * cp * sy - sr * sp * cy).alias("orientation_z"),
         (cr * cp * cy + sr * sp * sy).alias("orientation_w"),
     ]
-
-
-def _ms25_euler(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base("ms25"), *quaternion_from_euler(pl.col("roll"), pl.col("pitch"), pl.col("heading"))
-    )
 
 
 def _kvh(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
@@ -286,10 +361,6 @@ def _gnss(frame_id: str) -> Callable[[pl.DataFrame, dict, NcltReport], pl.DataFr
         )
 
     return build
-
-
-def _gps_rtk_err(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(*_base("gps_rtk"), pl.col("err").alias("error_m"))
 
 
 def _wheels(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
@@ -361,58 +432,50 @@ def _with_twist(poses: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _odometry_cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base(ODOM_FRAME),
-        pl.lit(BODY_FRAME).alias("child_frame_id"),
-        _covariance().alias("covariance"),
-    )
-
-
 def _groundtruth(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
+    """Ground-truth poses; `is_node` where a SLAM node (cov_<date>.csv) has the same utime.
+    The node covariances stay in ground_truth_nodes only (kept once)."""
     cov = tables.get("cov")
-    frame = _exact_join(frame, cov, _covariance(), "covariance", "cov→groundtruth", report)
     nodes = cov.frame.get_column("utime") if cov is not None else pl.Series([], dtype=pl.Int64)
     return _with_twist(
         frame.select(
             *_base(GT_FRAME),
             pl.lit(BODY_FRAME).alias("child_frame_id"),
             *_pose(),
-            pl.col("covariance"),
+            pl.lit(None, pl.Array(pl.Float64, len(COV))).alias("covariance"),
             pl.col("utime").is_in(nodes.implode()).alias("is_node"),
         )
     )
 
 
 def _cov(frame: pl.DataFrame, tables: dict, report: NcltReport) -> pl.DataFrame:
-    return frame.select(
-        *_base(GT_FRAME),
-        pl.lit(BODY_FRAME).alias("child_frame_id"),
-        _covariance().alias("covariance"),
-        pl.lit(True).alias("is_node"),
-    )
+    """SLAM nodes: their time and pose covariance, one ground_truth_nodes row each."""
+    return frame.select(*_base(GT_FRAME), _covariance().alias("covariance"))
 
 
 _Builder = Callable[[pl.DataFrame, dict, NcltReport], pl.DataFrame]
 _CSV_BUILDERS: dict[str, _Builder] = {
     "ms25": _ms25,
-    "ms25_euler": _ms25_euler,
     "kvh": _kvh,
     "gps": _gnss("gps"),
     "gps_rtk": _gnss("gps_rtk"),
-    "gps_rtk_err": _gps_rtk_err,
     "wheels": _wheels,
     "odometry_mu": _odometry("odometry_cov"),
     "odometry_mu_100hz": _odometry("odometry_cov_100hz"),
-    "odometry_cov": _odometry_cov,
-    "odometry_cov_100hz": _odometry_cov,
     "groundtruth": _groundtruth,
     "cov": _cov,
 }
 """CSV kind (= stream name) → the builder of its rows; side files are joined inside."""
+SIDE_FILES: dict[str, str] = {
+    "ms25_euler": "ms25",
+    "gps_rtk_err": "gps_rtk",
+    "odometry_cov": "odometry_mu",
+    "odometry_cov_100hz": "odometry_mu_100hz",
+}
+"""Side file → the file whose rows of the same utime it completes (one measurement, two
+files): its values go into those rows, it writes none of its own (`_account_side`)."""
 CSV_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("ms25",),
-    ("ms25_euler",),
+    ("ms25", "ms25_euler"),
     ("kvh",),
     ("gps",),
     ("gps_rtk", "gps_rtk_err"),
@@ -422,7 +485,7 @@ CSV_GROUPS: tuple[tuple[str, ...], ...] = (
     ("groundtruth", "cov"),
 )
 """Processing order of the CSV kinds: each primary file with the side file joined onto it."""
-assert sorted(k for g in CSV_GROUPS for k in g) == sorted(_CSV_BUILDERS)
+assert sorted(k for g in CSV_GROUPS for k in g) == sorted([*_CSV_BUILDERS, *SIDE_FILES])
 
 __all__ = [
     "SOURCE_TYPE",

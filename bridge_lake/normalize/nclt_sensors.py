@@ -9,10 +9,14 @@ Accounting per stream (records read = rows written + rows quarantined):
 - `velodyne_hits` / lidar_points: a record is a hit; a byte range the reader skipped (bad
   header, truncated packet) is one record read and one quarantine row with its byte offset and
   length. `velodyne_hits` / lidar_scans: a record is a revolution built by `iter_scans`.
-- `velodyne_sync`: lidar_scans counts files (a file whose size is not a multiple of 8 bytes
-  is quarantined whole), lidar_points counts the hits of the good files.
+- `velodyne_sync` (read only when the drive asks for it or has no velodyne_hits.bin: see
+  nclt.py): lidar_scans counts files (a file whose size is not a multiple of 8 bytes is
+  quarantined whole), lidar_points counts the hits of the good files.
 - `hokuyo_*`: a record is a scan; a truncated last record is one quarantined byte range.
 - `lb3_cam<k>`: a record is a TIFF file; one that does not parse is quarantined.
+
+Every scan's `end_time_ns` is its last point's time: its start plus the largest
+`time_offset_ns` of its points (`_LidarWriter.add`), so the scan row and its points agree.
 """
 
 from __future__ import annotations
@@ -104,19 +108,21 @@ class _LidarWriter:
         self.counts = counts
         self.points: list[pa.RecordBatch] = []
         self.point_rows = 0
-        self.scans: dict[str, list] = {k: [] for k in ("scan_id", "start", "end", "n", "cut")}
+        self.scans: dict[str, list] = {k: [] for k in ("scan_id", "start", "end_ns", "n", "cut")}
 
     def add(
         self,
         start_utime: int,
-        end_utime: int,
         cut: str,
         hits: pa.RecordBatch,
         ring: np.ndarray,
         time_offset_ns: pa.Array,
     ) -> None:
-        """One scan: `hits` has utime (µs), x, y, z, intensity; ring and offsets beside it."""
+        """One scan: `hits` has utime (µs), x, y, z, intensity; ring and offsets beside it.
+        The scan ends at its last point: start + the largest offset (the start if none)."""
         n = hits.num_rows
+        largest = pc.max(time_offset_ns).as_py() if n else None
+        end_ns = int(clock.us_to_ns(np.int64(start_utime))) + int(largest or 0)
         utime = hits.column("utime").to_numpy()
         scan_id = int(self.sink.scan_ids(1)[0])
         columns = {
@@ -138,7 +144,7 @@ class _LidarWriter:
         self.sink.read(self.stream, "lidar_points", n)
         self.points.append(batch)
         self.point_rows += n
-        for key, value in zip(self.scans, (scan_id, start_utime, end_utime, n, cut), strict=True):
+        for key, value in zip(self.scans, (scan_id, start_utime, end_ns, n, cut), strict=True):
             self.scans[key].append(value)
         self.counts.scans += 1
         self.counts.points += n
@@ -164,7 +170,7 @@ class _LidarWriter:
                     "stream": const_strings(self.stream, n),
                     "frame_id": const_strings(VELODYNE_FRAME, n),
                     "scan_id": np.array(s["scan_id"], dtype=np.int64),
-                    "end_time_ns": clock.us_to_ns(np.array(s["end"], dtype=np.int64)),
+                    "end_time_ns": np.array(s["end_ns"], dtype=np.int64),
                     "point_count": np.array(s["n"], dtype=np.int64),
                     "cut": pa.array(s["cut"], pa.string()),
                 }
@@ -207,7 +213,6 @@ def normalize_velodyne_hits(sink: DriveSink, path: Path, rel: str) -> LidarCount
             p = scan.points
             writer.add(
                 scan.start_utime,
-                scan.end_utime,
                 scan.cut,
                 p,
                 p.column("ring").to_numpy(),
@@ -236,6 +241,11 @@ def _folder(session: NcltSession, paths: list[Path]) -> str:
     return source_file(session, common) + "/"
 
 
+def sync_folder(session: NcltSession) -> str:
+    """The source_file of the velodyne_sync stream: its folder, ending in `/`."""
+    return _folder(session, session.scans)
+
+
 def _by_name_utime(
     sink: DriveSink, stream: str, table: str, paths: list[Path]
 ) -> tuple[list[Path], np.ndarray]:
@@ -252,10 +262,12 @@ def _by_name_utime(
 def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCounts:
     """velodyne_sync/<utime>.bin → one lidar_scans row per file, its hits in lidar_points.
 
-    The files carry no per-point time, so every point has the file's utime and a null
-    `time_offset_ns`; `cut` is "frame" (the dataset chose the scan, not us)."""
+    The files carry no per-point time, only their name (whether it stamps the start, middle or
+    end of the sweep is unverified, spec §6), so every point has the file's utime and a null
+    `time_offset_ns`, and the scan's end (its last point's time) equals its start. Times are
+    not invented from azimuths. `cut` is "frame" (the dataset chose the scan, not us)."""
     stream = "velodyne_sync"
-    rel = _folder(session, session.scans)
+    rel = sync_folder(session)
     _declare_lidar(sink, stream, rel)
     counts = LidarCounts()
     paths, utimes = _by_name_utime(sink, stream, "lidar_scans", session.scans)
@@ -288,7 +300,7 @@ def normalize_velodyne_sync(sink: DriveSink, session: NcltSession) -> LidarCount
                 ring_lut = np.full(256, RING_INVALID, dtype=np.uint8)
                 ring_lut[: C.LASER_COUNT] = C.RING_OF_LASER if derived is None else derived
             ring = ring_lut[laser] if ring_lut is not None else laser
-            writer.add(utime, utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32()))
+            writer.add(utime, "frame", hits, ring, pa.nulls(hits.num_rows, pa.int32()))
     return counts
 
 

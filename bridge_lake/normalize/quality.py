@@ -33,13 +33,56 @@ ALT_RANGE = (-500.0, 9000.0)
 
 
 CHECKS: dict[str, tuple[str, bool]] = {
-    "conservation": ("records read = rows written + rows quarantined, per stream", True),
+    "conservation": (
+        "records read = rows written + records joined + rows quarantined, per stream",
+        True,
+    ),
     "monotonic": ("time_ns never decreases within a stream after repair", True),
     "rate": ("observed rate within 30% of the stream's nominal rate", False),
     "gaps": ("no step longer than 5 nominal periods", False),
     "values": ("values within physical ranges (lat/lon, |accel|, unit quaternions, finite)", False),
+    "one_row_per_instant": (
+        "one row per measurement: no two streams of one sensor frame share a time stamp (a "
+        "measurement split over rows, or kept twice), so a count of rows is the sensor's rate",
+        False,
+    ),
 }
 """Checks of every sensor table: name → (description, is ERROR and blocking)."""
+NULL_POSE_CHECK = {
+    "null_pose": (
+        "a null pose marks an invalid row: such a row carries no covariance, twist or node flag",
+        False,
+    )
+}
+TABLE_CHECKS: dict[str, dict[str, tuple[str, bool]]] = {
+    "lidar_scans": {
+        "scan_end": ("every scan's end_time_ns is the time of its last point", False),
+        "one_stream_per_lidar": (
+            "one point stream per lidar (frame_id): a second stream of the same lidar stores "
+            "and counts its points twice",
+            False,
+        ),
+    },
+    "odometry": NULL_POSE_CHECK,
+    "ground_truth": NULL_POSE_CHECK,
+}
+"""Checks of one sensor table beside CHECKS."""
+END_NOT_LAST_POINT = "end_time_not_last_point"
+"""Violation of a lidar_scans stream (the sink counts it at stage): a scan whose end_time_ns is
+not its last point's time, i.e. time_ns + the largest time_offset_ns of its points (a null
+offset is 0, as in the lidar_points_timed view; time_ns for a scan without points)."""
+NULL_POSE_WITH_DATA = "null_pose_with_data"
+"""Violation of a pose table: a row with a null position carrying a covariance, a twist or
+is_node = true (a partial record, not the invalid row a null pose stands for)."""
+VIOLATION_CHECK = {END_NOT_LAST_POINT: "scan_end", NULL_POSE_WITH_DATA: "null_pose"}
+"""Value violations reported by their own check rather than by `values`."""
+
+
+def checks_of(table: str) -> dict[str, tuple[str, bool]]:
+    """Every check of a sensor table: CHECKS plus its TABLE_CHECKS."""
+    return {**CHECKS, **TABLE_CHECKS.get(table, {})}
+
+
 COVERAGE_TOLERANCE = 0.1
 """A stream starting or ending more than 10 % of the drive's median span away from the other
 streams' median start / end does not belong to the same recording session (e.g. files left
@@ -47,7 +90,11 @@ over from an earlier drive in the same folder)."""
 SUGGEST = "bridge-lake mapping suggest {file} --out mapping.yaml"
 """How a user maps streams that went to generic tables (named in check messages)."""
 CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
-    "completeness": ("every recording file of the drive was read into some stream", True),
+    "completeness": (
+        "every recording file of the drive was read into some stream, or left out by a stream "
+        "the catalog names as skipped (with why)",
+        True,
+    ),
     "has_rows": ("the drive's recordings yield rows in some table", True),
     "conservation": (
         "records read = rows written + rows quarantined for every stream outside the sensor "
@@ -119,6 +166,16 @@ def value_violations(table: str, batch: pa.RecordBatch | pa.Table) -> dict[str, 
         finite = [pc.is_finite(batch.column(a)) for a in "xyz"]
         bad = pc.invert(pc.and_(pc.and_(finite[0], finite[1]), finite[2]))
         count("non_finite_point", np.asarray(bad.to_numpy(zero_copy_only=False)))
+    elif table in ("odometry", "ground_truth"):
+        null = pc.is_null(batch.column("x_m"), nan_is_null=True)
+        data = pc.or_(
+            pc.is_valid(batch.column("covariance")),
+            pc.is_valid(batch.column("linear_velocity_x")),
+        )
+        if "is_node" in batch.column_names:
+            data = pc.or_(data, pc.fill_null(batch.column("is_node"), False))
+        bad = pc.and_(null, data)
+        count(NULL_POSE_WITH_DATA, np.asarray(bad.to_numpy(zero_copy_only=False)))
     elif table == "can_frames":
         dlc = batch.column("dlc").to_numpy(zero_copy_only=False)
         lengths = pc.binary_length(batch.column("data")).to_numpy(zero_copy_only=False)
@@ -194,13 +251,92 @@ def sensor_table_findings(table: str, streams: list) -> list[Finding]:
     findings.append(
         Finding(table, "gaps", not gaps, False, {"streams_with_gaps": gaps}, _gaps_summary(gapped))
     )
-    values = {s.info.stream: s.violations for s in mine if s.violations}
+    for check in (
+        "values",
+        *(c for c in TABLE_CHECKS.get(table, {}) if c in VIOLATION_CHECK.values()),
+    ):
+        findings.append(_violations_finding(table, check, mine))
+    findings.append(instants_finding(table, mine))
+    if table == "lidar_scans":
+        findings.append(lidar_streams_finding(mine))
+    return findings
+
+
+def _violations_finding(table: str, check: str, mine: list) -> Finding:
+    """The value violations of the streams of `table` that `check` reports (VIOLATION_CHECK;
+    the rest are `values`)."""
+    values = {
+        s.info.stream: v
+        for s in mine
+        if (
+            v := {
+                k: n for k, n in s.violations.items() if VIOLATION_CHECK.get(k, "values") == check
+            }
+        )
+    }
     summary = "; ".join(
         f"{stream}: " + ", ".join(f"{n} {what}" for what, n in v.items())
         for stream, v in values.items()
     )
-    findings.append(Finding(table, "values", not values, False, {"violations": values}, summary))
-    return findings
+    return Finding(table, check, not values, False, {"violations": values}, summary)
+
+
+def instants_finding(table: str, mine: list) -> Finding:
+    """`one_row_per_instant`: streams of one table sharing a frame_id whose time stamps are
+    mostly the same (at least SPLIT_SHARE of the smaller stream's) are one measurement split
+    over rows (NCLT ms25 and ms25_euler before they were joined) or kept twice. Two estimates
+    of one frame at their own rates (odometry_mu at 5 Hz, odometry_mu_100hz) meet at a stamp
+    now and then by chance: counted in the metadata, not flagged. Exact int64 times, one
+    sorted intersection a pair of streams of the same frame."""
+    timed = [s for s in mine if s.times and s.frames]
+    shared: dict[str, int] = {}
+    split: dict[str, int] = {}
+    for i, a in enumerate(timed):
+        for b in timed[i + 1 :]:
+            if a.frames & b.frames:
+                ta, tb = np.unique(np.concatenate(a.times)), np.unique(np.concatenate(b.times))
+                n = int(np.intersect1d(ta, tb, assume_unique=True).size)
+                if n:
+                    shared[f"{a.info.stream} + {b.info.stream}"] = n
+                if n and n >= SPLIT_SHARE * min(ta.size, tb.size):
+                    split[f"{a.info.stream} + {b.info.stream}"] = n
+    return Finding(
+        table,
+        "one_row_per_instant",
+        not split,
+        False,
+        {"shared_instants": shared, "split": split},
+        "; ".join(
+            f"{pair} share {_count(n, 'time stamp')} of one frame" for pair, n in split.items()
+        )
+        if split
+        else f"every instant is one row in {_count(len(timed), 'stream')}",
+    )
+
+
+SPLIT_SHARE = 0.5
+"""Share of the smaller stream's time stamps two streams of one frame must have in common to
+be one measurement split over rows (a split shares all of them)."""
+
+
+def lidar_streams_finding(mine: list) -> Finding:
+    """`one_stream_per_lidar`: lidar_scans streams with rows, by frame_id (one lidar)."""
+    by_frame: dict[str, list[str]] = {}
+    for s in mine:
+        if s.rows_written:
+            for frame in sorted(s.frames):
+                by_frame.setdefault(frame, []).append(s.info.stream)
+    twice = {frame: names for frame, names in by_frame.items() if len(names) > 1}
+    return Finding(
+        "lidar_scans",
+        "one_stream_per_lidar",
+        not twice,
+        False,
+        {"streams_by_frame": by_frame, "more_than_one": twice},
+        "; ".join(f"lidar {f} has {len(n)} point streams: {', '.join(n)}" for f, n in twice.items())
+        if twice
+        else f"{_count(len(by_frame), 'lidar')}, one point stream each",
+    )
 
 
 def _clock_time(ns: int | None) -> str:
@@ -232,8 +368,15 @@ def _rate_summary(off: dict) -> str:
 def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Finding]:
     """Checks of the streams catalog: completeness against the raw manifest, clock drift.
 
-    `lost` are recording files of the drive (out of `recordings`) that no stream came from.
+    `lost` are recording files of the drive (out of `recordings`) that no stream came from
+    (nor a skipped stream names: those are listed, not lost).
     """
+    skipped = {s.info.stream: s.info.skipped for s in streams if s.info.skipped}
+    left_out = (
+        "; left out by choice: " + _listed([f"{name} ({why})" for name, why in skipped.items()])
+        if skipped
+        else ""
+    )
     drift = {
         s.info.stream: round(s.fit.drift_ppm, 3)
         for s in streams
@@ -246,10 +389,13 @@ def catalog_findings(streams: list, recordings: int, lost: list[str]) -> list[Fi
             "completeness",
             not lost,
             True,
-            {"recordings": recordings, "without_stream": lost[:50]},
-            f"{len(lost)} of {recordings} recordings gave no stream: {_listed(lost)}"
-            if lost
-            else f"every one of {recordings} recordings gave streams",
+            {"recordings": recordings, "without_stream": lost[:50], "skipped": skipped},
+            (
+                f"{len(lost)} of {recordings} recordings gave no stream: {_listed(lost)}"
+                if lost
+                else f"every one of {recordings} recordings gave streams"
+            )
+            + left_out,
         ),
         Finding(
             "streams",

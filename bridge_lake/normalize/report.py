@@ -310,14 +310,15 @@ def render_report(
     from the published partitions (previews.py); without `published` (blocking checks
     rejected the drive) the lake holds no pictures of this run to show."""
     rows = []
-    order = {"mapped": 0, "generic": 1, "payload": 2, "quarantine": 3}
+    order = {"mapped": 0, "generic": 1, "payload": 2, "quarantine": 3, "skipped": 4}
     for s in sorted(streams, key=lambda s: (order[s.info.target], s.info.table, s.info.stream)):
         o = s.order
         cls = "" if s.conserved else ' class="bad"'
         rows.append(
             f"<tr><td>{esc(s.info.target)}</td><td>{esc(s.info.table)}</td>"
-            f"<td>{esc(s.info.stream)}</td><td>{esc(s.info.mapping or '')}</td>"
+            f"<td>{esc(s.info.stream)}</td><td>{esc(s.info.mapping or s.info.skipped or '')}</td>"
             f'<td class="num">{s.records_read}</td><td class="num">{s.rows_written}</td>'
+            f'<td class="num">{s.records_joined}</td>'
             f'<td class="num"{cls}>{s.rows_quarantined}</td>'
             f'<td class="num">{(s.mean_rate_hz or 0):.2f}</td>'
             f'<td class="num">{o.gaps if o else ""}</td>'
@@ -385,7 +386,7 @@ element in a <code>ddl_&lt;struct&gt;</code> table, <b>payload</b> = the bytes i
 <code>adtf_payloads</code> (no DDL), <b>quarantine</b> = nothing could be read. Map a stream
 with <code>bridge-lake mapping suggest FILE.dat</code>.</p>
 <table id="streams"><tr><th>target</th><th>table</th><th>stream</th><th>how</th>
-<th>read</th><th>written</th>
+<th>read</th><th>written</th><th>joined</th>
 <th>quarantined</th><th>rate Hz</th><th>gaps</th><th>longest gap s</th><th>reordered</th>
 <th>drift ppm</th></tr>{"".join(rows)}</table>
 <h2>Recordings on the master clock</h2>

@@ -5,10 +5,13 @@ the same for every source: it streams batches into one atomic partition writer p
 counts rows per stream, keeps every stream's master times to report order, duplicates and
 gaps, fits the device clock wherever `sensor_time_ns` is present, and finally writes the
 `streams` catalog and the `quarantine` table. Conservation (records read = rows written +
-rows quarantined) is checked from its figures, per stream.
+records joined + rows quarantined) is checked from its figures, per stream: a record "joined"
+is one whose values went into the row of another record of the same instant (a side file
+joined by time), so one measurement is one row and still every record is accounted for.
 
 Memory: per stream it keeps 8 bytes of master time (16 with a device time) per record, never
-the records themselves; `lidar_points` keeps none (its scans carry the time facts).
+the records themselves; `lidar_points` keeps none (its scans carry the time facts), only
+16 bytes a scan: its last point's offset, to check the scan's `end_time_ns`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bridge_lake import clock
 from bridge_lake.errors import BridgeLakeError
@@ -33,7 +37,7 @@ from bridge_lake.lake.schemas import (
     QUARANTINE_RAW_CAP,
     STREAMS,
 )
-from bridge_lake.normalize.quality import value_violations
+from bridge_lake.normalize.quality import END_NOT_LAST_POINT, value_violations
 
 UNTIMED_TABLES = frozenset({"lidar_points"})
 """Tables whose per-row times are not tracked (billions of points; their scans are)."""
@@ -80,11 +84,17 @@ class StreamInfo:
     ddl_struct: str | None = None
     ddl: str | None = None
     """The DDL describing the stream's samples (ADTF), kept in the catalog."""
+    skipped: str | None = None
+    """Why the stream's files are not read at all (declared with no records): a second
+    stream of a sensor another stream already holds, which the drive did not ask for."""
 
     @property
     def target(self) -> str:
         """Where the stream's records went: `mapped` (a sensor table), `generic` (a
-        `ddl_<struct>` table), `payload` (adtf_payloads) or `quarantine` (all of them)."""
+        `ddl_<struct>` table), `payload` (adtf_payloads), `quarantine` (all of them) or
+        `skipped` (not read, by choice: `skipped` says why)."""
+        if self.skipped is not None:
+            return "skipped"
         if self.table == QUARANTINE.name:
             return "quarantine"
         if self.table.startswith(GENERIC_PREFIX):
@@ -99,6 +109,8 @@ class StreamStats:
     info: StreamInfo
     records_read: int = 0
     rows_written: int = 0
+    records_joined: int = 0
+    """records whose values went into the row of another record of the same instant"""
     rows_quarantined: int = 0
     reordered: int = 0
     times: list[np.ndarray] = field(default_factory=list)
@@ -112,10 +124,16 @@ class StreamStats:
     reasons: Counter[str] = field(default_factory=Counter)
     """Quarantined records of the stream counted by reason (the report and the checks
     name them without reading the quarantine table back)."""
+    frames: set[str] = field(default_factory=set)
+    """The frame_ids of the stream's rows: streams of one frame in one table are one sensor,
+    whose instants must not be split over rows (quality `one_row_per_instant`)."""
+    scans: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    """lidar_scans streams: (scan_id, end_time_ns - time_ns) per batch, checked at stage()
+    against the offset of each scan's last point (violation END_NOT_LAST_POINT)."""
 
     @property
     def conserved(self) -> bool:
-        return self.records_read == self.rows_written + self.rows_quarantined
+        return self.records_read == self.rows_written + self.records_joined + self.rows_quarantined
 
     @property
     def first_time_ns(self) -> int | None:
@@ -166,6 +184,8 @@ class DriveSink:
         self._streams: dict[tuple[str, str], StreamStats] = {}
         self._quarantined = 0
         self._next_scan_id = 0
+        self._point_ends: list[tuple[np.ndarray, np.ndarray]] = []
+        """lidar_points: (scan_id, largest time_offset_ns) of every run of a scan's points"""
         self._finished = False
 
     @property
@@ -218,6 +238,11 @@ class DriveSink:
         self._next_scan_id += n
         return ids
 
+    def joined(self, stream: str, table: str, n: int) -> None:
+        """Count `n` records read whose values went into rows of other records of the same
+        instant (written by them), so that one measurement is one row."""
+        self._stats(stream, table).records_joined += int(n)
+
     def reordered(self, stream: str, table: str, n: int) -> None:
         """Count records the normalizer had to move to restore time order."""
         self._stats(stream, table).reordered += int(n)
@@ -241,6 +266,14 @@ class DriveSink:
                 sensor = rows.column("sensor_time_ns")
                 if sensor.null_count == 0:
                     stats.sensor_times.append(sensor.to_numpy(zero_copy_only=False))
+        if "frame_id" in schema.names:
+            stats.frames.update(pc.unique(rows.column("frame_id")).to_pylist())
+        if table == "lidar_points":
+            self._point_ends.append(_last_offsets(rows))
+        elif table == "lidar_scans":
+            start = rows.column("time_ns").to_numpy(zero_copy_only=False)
+            end = rows.column("end_time_ns").to_numpy(zero_copy_only=False)
+            stats.scans.append((rows.column("scan_id").to_numpy(zero_copy_only=False), end - start))
         if table == "gnss":
             stats.track.append(
                 tuple(  # type: ignore[arg-type]
@@ -346,8 +379,11 @@ class DriveSink:
         if self._finished:
             raise BridgeLakeError("sink already finished")
         self._finished = True
+        ends = _scan_ends(self._point_ends)
+        self._point_ends = []
         for stats in self._streams.values():
             _analyse(stats)
+            _check_scan_ends(stats, ends)
         try:
             self._writer(STREAMS.name).write(self._streams_table())
             for name in self._schemas:
@@ -424,6 +460,7 @@ class DriveSink:
                 "topic": s.info.topic,
                 "records_read": s.records_read,
                 "rows_written": s.rows_written,
+                "records_joined": s.records_joined,
                 "rows_quarantined": s.rows_quarantined,
                 "first_time_ns": s.first_time_ns,
                 "last_time_ns": s.last_time_ns,
@@ -445,6 +482,7 @@ class DriveSink:
                 "recording_clock": s.info.recording_clock,
                 "ddl_struct": s.info.ddl_struct,
                 "ddl": s.info.ddl,
+                "skipped": s.info.skipped,
             }
             for k, v in values.items():
                 cols[k].append(v)
@@ -467,6 +505,45 @@ def _analyse(stats: StreamStats) -> None:
             except clock.ClockError as exc:
                 stats.fit_error = str(exc)
         stats.sensor_times = []
+
+
+def _last_offsets(points: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(scan_id, largest time_offset_ns) of each run of one scan's points in a lidar_points
+    batch; a null offset counts as 0, as in the lidar_points_timed view (the point is at its
+    scan's time). One vectorized pass: runs are where scan_id changes."""
+    ids = points.column("scan_id").to_numpy()
+    offsets = pc.fill_null(points.column("time_offset_ns"), 0).to_numpy().astype(np.int64)
+    if ids.size == 0:
+        return ids, offsets
+    starts = np.concatenate([[0], np.flatnonzero(ids[1:] != ids[:-1]) + 1])
+    return ids[starts], np.maximum.reduceat(offsets, starts)
+
+
+def _scan_ends(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted scan ids and each scan's largest point offset over all its runs."""
+    if not runs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ids = np.concatenate([r[0] for r in runs])
+    offsets = np.concatenate([r[1] for r in runs])
+    order = np.lexsort((-offsets, ids))
+    ids, offsets = ids[order], offsets[order]
+    first = np.concatenate([[True], ids[1:] != ids[:-1]])
+    return ids[first], offsets[first]
+
+
+def _check_scan_ends(stats: StreamStats, ends: tuple[np.ndarray, np.ndarray]) -> None:
+    if not stats.scans:
+        return
+    ids = np.concatenate([s[0] for s in stats.scans])
+    spans = np.concatenate([s[1] for s in stats.scans])
+    stats.scans = []
+    known, offsets = ends
+    at = np.clip(np.searchsorted(known, ids), 0, max(len(known) - 1, 0))
+    found = (known[at] == ids) if len(known) else np.zeros(len(ids), bool)
+    expected = np.where(found, offsets[at] if len(known) else 0, 0)
+    bad = int(np.count_nonzero(spans != expected))
+    if bad:
+        stats.violations[END_NOT_LAST_POINT] = stats.violations.get(END_NOT_LAST_POINT, 0) + bad
 
 
 def conform(data: pa.RecordBatch | pa.Table, schema: pa.Schema, *, stream: str) -> pa.Table:

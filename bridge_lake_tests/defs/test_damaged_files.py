@@ -166,9 +166,14 @@ def test_the_report_agrees_with_the_tables(damaged_drive):
     streams = _read(lake, "normalized", "streams", "d1")
     quarantine = _read(lake, "normalized", "quarantine", "d1")
     # streams: one row per stream, with the catalog's figures
-    shown = {r[2]: (int(r[4]), int(r[5]), int(r[6])) for r in tables["streams"]}
+    shown = {r[2]: (int(r[4]), int(r[5]), int(r[6]), int(r[7])) for r in tables["streams"]}
     assert shown == {
-        r["stream"]: (r["records_read"], r["rows_written"], r["rows_quarantined"])
+        r["stream"]: (
+            r["records_read"],
+            r["rows_written"],
+            r["records_joined"],
+            r["rows_quarantined"],
+        )
         for r in streams.iter_rows(named=True)
     }
     # quarantine by reason: the quarantine table grouped by reason, nothing else

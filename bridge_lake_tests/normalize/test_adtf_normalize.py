@@ -181,6 +181,21 @@ def test_lidar_scans_and_points(small):
     assert 0 < mine.column("time_offset_ns").to_numpy().max() < 100_000_000
 
 
+def test_every_lidar_scan_ends_at_its_last_point(small):
+    """end_time_ns = time_ns + the largest time_offset_ns of the scan's points, from the raw
+    samples (fails on the code before: the end was set to time_ns)."""
+    _, lake, result, vendor = small
+    scans = _table(lake, "lidar_scans", "lidar_top")
+    spans = [
+        int(np.frombuffer(raw, dtype=synth.LIDAR_POINT, offset=16)["time_offset_ns"].max())
+        for _, raw in vendor["lidar_top"]
+    ]
+    start = scans.column("time_ns").to_numpy()
+    np.testing.assert_array_equal(scans.column("end_time_ns").to_numpy() - start, spans)
+    assert min(spans) > 0
+    assert _stats(result, "lidar_top", "lidar_scans").violations == {}
+
+
 def test_camera_frames(small):
     _, lake, result, vendor = small
     cam = _table(lake, "camera_frames", "front_camera")

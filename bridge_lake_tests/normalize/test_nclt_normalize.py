@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +19,13 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 
+from bridge_lake.errors import DriveMetadataError
 from bridge_lake.lake import Lake
 from bridge_lake.lake.query import connect
 from bridge_lake.lake.schemas import NORMALIZED
+from bridge_lake.normalize import quality
 from bridge_lake.normalize.nclt import NcltReport, normalize_nclt_session
 from bridge_lake.normalize.sink import DriveSink, NormalizeResult
 from bridge_lake.synth.nclt import FAULTS, TRUTH_FILE, write_nclt_drive
@@ -80,6 +84,22 @@ def _run(tmp: Path, faults: frozenset[str] = frozenset(), seed: int = 3, prepare
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Run:
     return _run(tmp_path_factory.mktemp("clean"))
+
+
+def _ask_velodyne(value: object) -> Callable[[Path], None]:
+    """A `prepare` writing a drive.yaml (beside the session folder) with nclt_velodyne."""
+
+    def prepare(session: Path) -> None:
+        meta = {"vehicle": "segway", "source": "nclt", "nclt_velodyne": value}
+        (session.parent / "drive.yaml").write_text(yaml.safe_dump(meta))
+
+    return prepare
+
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The clean session with drive.yaml asking for velodyne_sync instead of velodyne_hits."""
+    return _run(tmp_path_factory.mktemp("synced"), prepare=_ask_velodyne("velodyne_sync"))
 
 
 # --- independent raw readers ----------------------------------------------------------------
@@ -144,7 +164,8 @@ def assert_conserved(run: Run) -> None:
     streams = run.streams()
     assert streams.height == len(run.result.streams) > 0
     for row in streams.iter_rows(named=True):
-        assert row["records_read"] == row["rows_written"] + row["rows_quarantined"], row
+        accounted = row["rows_written"] + row["records_joined"] + row["rows_quarantined"]
+        assert row["records_read"] == accounted, row
     written = run.streams().group_by("table").agg(pl.col("rows_written").sum())
     for table, n in written.iter_rows():
         assert run.table(table).height == n, table
@@ -159,7 +180,8 @@ def test_every_stream_is_conserved_and_every_file_is_covered(clean: Run) -> None
     assert_conserved(clean)
     assert clean.table("quarantine").height == 0
     streams = clean.streams()
-    sources = set(streams.filter(pl.col("rows_written") > 0).get_column("source_file").to_list())
+    read = (pl.col("rows_written") + pl.col("records_joined") > 0) | pl.col("skipped").is_not_null()
+    sources = set(streams.filter(read).get_column("source_file").to_list())
     date = clean.session.name
     files = [f"{date}/{rel}" for rel in clean.truth["files"]]
     assert len(files) > 20
@@ -180,23 +202,35 @@ def test_imu_rows_are_the_ms25_file_in_si_units(clean: Run) -> None:
         assert_same(col(imu, f"magnetic_field_{axis}"), v[:, i] * 1e-4)
         assert_same(col(imu, f"linear_acceleration_{axis}"), v[:, 3 + i])
         assert_same(col(imu, f"angular_velocity_{axis}"), v[:, 6 + i])
-        assert imu.get_column(f"orientation_{axis}").null_count() == imu.height
     # Gauss → tesla: the earth field is tens of µT, and gravity sits on body z (z down)
     field = np.linalg.norm(np.stack([col(imu, f"magnetic_field_{a}") for a in "xyz"]), axis=0)
     assert np.all((field > 1e-5) & (field < 1e-4))
     assert abs(np.median(col(imu, "linear_acceleration_z")) + 9.81) < 0.5
 
 
-def test_ms25_euler_rows_carry_the_rotation_rz_ry_rx(clean: Run) -> None:
+def test_one_imu_row_per_ms25_instant_with_the_euler_rotation_rz_ry_rx(clean: Run) -> None:
+    """ms25_euler is the same MS25 measurement as the ms25 row of its utime: its rotation is
+    in that row, and the table has one row per instant, so a count over it is the sensor's
+    rate (fails on the code before: ms25_euler wrote its own orientation-only rows)."""
     utime, v = raw_csv(clean.session / "ms25_euler.csv", 3)
-    imu = clean.table("imu", "ms25_euler")
-    assert imu.height == len(utime)
-    np.testing.assert_array_equal(imu.get_column("time_ns").to_numpy(), utime * 1000)
+    imu_utime, _ = raw_csv(clean.session / "ms25.csv", 9)
+    np.testing.assert_array_equal(np.sort(utime), np.sort(imu_utime))
+    imu = clean.table("imu")
+    assert set(imu["stream"]) == {"ms25"} and imu.height == len(imu_utime)
+    assert imu["time_ns"].n_unique() == imu.height
+    row = dict(zip(imu.get_column("time_ns").to_list(), range(imu.height), strict=True))
     q = np.stack([col(imu, f"orientation_{a}") for a in "xyzw"], axis=1)
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-12)
     for k in range(0, len(utime), 17):
-        np.testing.assert_allclose(quat_matrix(*q[k]), rot_zyx(*v[k]), atol=1e-12)
-    assert imu.get_column("angular_velocity_x").null_count() == imu.height
+        got = q[row[int(utime[k]) * 1000]]
+        np.testing.assert_allclose(quat_matrix(*got), rot_zyx(*v[k]), atol=1e-12)
+    euler = clean.stream_row("ms25_euler", "imu")
+    assert (euler["records_read"], euler["records_joined"], euler["rows_written"]) == (
+        len(utime),
+        len(utime),
+        0,
+    )
+    assert clean.report.joins["ms25_euler→ms25"].matched == imu.height
 
 
 def test_gnss_rows_convert_units_and_keep_both_rows_of_each_pair(clean: Run) -> None:
@@ -233,10 +267,9 @@ def test_gps_rtk_rows_get_the_error_of_the_same_utime(clean: Run) -> None:
     assert_same(col(rtk, "error_m"), expected)
     join = clean.report.joins["gps_rtk_err→gps_rtk"]
     assert join.matched == int(np.isin(utime, err_utime).sum()) == len(utime)
-    own = clean.table("gnss", "gps_rtk_err")
-    assert own.height == len(err_utime)
-    assert_same(col(own, "error_m"), err[:, 0])
-    assert own.get_column("lat_deg").null_count() == own.height
+    assert clean.table("gnss", "gps_rtk_err").height == 0  # no error-only rows (failed before)
+    side = clean.stream_row("gps_rtk_err", "gnss")
+    assert side["records_joined"] == side["records_read"] == len(err_utime)
 
 
 def test_heading_and_wheels(clean: Run) -> None:
@@ -263,10 +296,11 @@ def test_odometry_poses_with_the_covariance_of_the_same_utime(clean: Run, suffix
     got = np.array(odom.get_column("covariance").to_list(), dtype=np.float64)
     index = {u: k for k, u in enumerate(cov_utime.tolist())}
     np.testing.assert_array_equal(got, cov[[index[u] for u in utime.tolist()]])
-    own = clean.table("odometry", f"odometry_cov{suffix}")
-    assert own.height == len(cov_utime)
-    np.testing.assert_array_equal(np.array(own.get_column("covariance").to_list()), cov)
-    assert own.get_column("x_m").null_count() == own.height
+    # one row per pose: no covariance-only rows (failed before: 2 rows a pose)
+    assert clean.table("odometry", f"odometry_cov{suffix}").height == 0
+    assert odom["time_ns"].n_unique() == odom.height
+    side = clean.stream_row(f"odometry_cov{suffix}", "odometry")
+    assert side["records_joined"] == side["records_read"] == len(cov_utime)
 
 
 def test_ground_truth_keeps_nan_rows_as_null_poses_and_marks_nodes(clean: Run) -> None:
@@ -282,10 +316,17 @@ def test_ground_truth_keeps_nan_rows_as_null_poses_and_marks_nodes(clean: Run) -
         assert_same(col(gt, name), pose[:, i])
     is_node = gt.get_column("is_node").to_numpy()
     np.testing.assert_array_equal(is_node, np.isin(utime, node_utime))
-    nodes = clean.table("ground_truth", "cov")
-    assert nodes.height == len(node_utime) and nodes.get_column("is_node").all()
+    # every null-pose row is an invalid one: the nodes are their own table (failed before:
+    # cov rows in ground_truth with a null pose, is_node and a covariance)
+    assert set(clean.table("ground_truth")["stream"]) == {"groundtruth"}
+    invalid = clean.table("ground_truth").filter(pl.col("x_m").is_null())
+    assert invalid["covariance"].null_count() == invalid.height == len(info["nan_rows"])
+    nodes = clean.table("ground_truth_nodes")
+    assert set(nodes["stream"]) == {"cov"} and nodes.height == len(node_utime)
     np.testing.assert_array_equal(nodes.get_column("time_ns").to_numpy(), node_utime * 1000)
     np.testing.assert_array_equal(np.array(nodes.get_column("covariance").to_list()), node_cov)
+    findings = quality.sensor_table_findings("ground_truth", clean.result.streams)
+    assert next(f for f in findings if f.check == "null_pose").passed
 
 
 def _first_packet(path: Path) -> tuple[int, np.ndarray]:
@@ -351,18 +392,60 @@ def test_lidar_revolutions_points_ring_and_time_offsets(clean: Run) -> None:
     assert z.min() == np.float32(-100.0) and z.max() == np.float32(227.675)
 
 
-def test_scan_ids_are_unique_in_the_drive(clean: Run) -> None:
-    """lidar_points has no stream column: its scan_id alone names the scan and the stream."""
-    scans = clean.table("lidar_scans")
+def test_velodyne_scans_end_at_their_last_point(clean: Run) -> None:
+    """end_time_ns - time_ns = the largest time_offset_ns of the scan's points."""
+    scans = clean.table("lidar_scans", "velodyne_hits")
+    last = (
+        clean.table("lidar_points", "velodyne_hits")
+        .group_by("scan_id")
+        .agg(pl.col("time_offset_ns").max().cast(pl.Int64).alias("last"))
+    )
+    joined = scans.join(last, on="scan_id", how="left")
+    span = joined["end_time_ns"] - joined["time_ns"]
+    assert (span == joined["last"]).all() and span.max() > 0
+    assert clean.stream_row("velodyne_hits", "lidar_scans")["rows_written"] == scans.height
+
+
+def test_scan_ids_are_unique_in_the_drive(tmp_path: Path) -> None:
+    """lidar_points has no stream column: its scan_id alone names the scan and the stream
+    (both Velodyne streams, as drive.yaml asks for both)."""
+    run = _run(tmp_path, prepare=_ask_velodyne(["velodyne_hits", "velodyne_sync"]))
+    scans = run.table("lidar_scans")
     assert set(scans["stream"]) == {"velodyne_hits", "velodyne_sync"}
     assert scans["scan_id"].n_unique() == scans.height
     assert sorted(scans["scan_id"]) == list(range(scans.height))
-    per_scan = clean.table("lidar_points").group_by("scan_id").len()
+    per_scan = run.table("lidar_points").group_by("scan_id").len()
     joined = scans.join(per_scan, on="scan_id", how="full")
     assert (joined["len"] == joined["point_count"]).all()
+    assert run.streams().get_column("skipped").null_count() == run.streams().height
 
 
-def test_velodyne_sync_files_become_their_own_scans(clean: Run) -> None:
+def test_one_velodyne_stream_by_default_the_other_named_as_skipped(clean: Run) -> None:
+    """velodyne_sync holds a subset of velodyne_hits' revolutions: by default only the hits
+    are read, and the catalog says why the sync folder was not (fails on the code before:
+    both streams were read, the same sensor's points stored twice)."""
+    assert set(clean.table("lidar_scans")["stream"]) == {"velodyne_hits"}
+    points = clean.table("lidar_points").height
+    assert points == clean.stream_row("velodyne_hits", "lidar_points")["rows_written"]
+    sync = clean.stream_row("velodyne_sync", "lidar_scans")
+    assert sync["records_read"] == sync["rows_written"] == 0
+    assert "nclt_velodyne" in sync["skipped"] and sync["source_file"].endswith("velodyne_sync/")
+    assert clean.report.skipped.keys() == {"velodyne_sync"}
+
+
+def test_drive_yaml_choosing_velodyne_sync_reads_only_it(synced: Run) -> None:
+    assert set(synced.table("lidar_scans")["stream"]) == {"velodyne_sync"}
+    hits = synced.stream_row("velodyne_hits", "lidar_scans")
+    assert hits["records_read"] == 0 and "velodyne_sync" in hits["skipped"]
+
+
+def test_an_unknown_velodyne_choice_is_a_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(DriveMetadataError, match="nclt_velodyne must be one of"):
+        _run(tmp_path, prepare=_ask_velodyne("velodyne_both"))
+
+
+def test_velodyne_sync_files_become_their_own_scans(synced: Run) -> None:
+    clean = synced
     files = {k: v for k, v in clean.truth["files"].items() if k.startswith("velodyne_sync/")}
     scans = clean.table("lidar_scans", "velodyne_sync").sort("scan_id")
     assert scans.height == len(files) > 0
@@ -475,10 +558,24 @@ def test_conservation_with_each_fault(tmp_path: Path, fault: str) -> None:
         assert run.stream_row("gps", "gnss")["duplicates"] == 1
         assert quarantine.height == 0
     elif fault == "backward_utime":
+        # the moved ms25_euler line has no ms25 row at its utime: quarantined, its line named
         stats = run.stream_row("ms25_euler", "imu")
-        assert stats["reordered"] == 1 and stats["out_of_order"] == 0
-        times = run.table("imu", "ms25_euler").get_column("time_ns")
-        assert times.is_sorted() and facts["utime"] * 1000 in times.to_list()
+        assert (stats["records_joined"], stats["rows_quarantined"]) == (
+            stats["records_read"] - 1,
+            1,
+        )
+        row = quarantine.filter(pl.col("stream") == "ms25_euler").row(0, named=True)
+        assert row["reason"] == "no_ms25_row_at_utime" and row["line"] == facts["line"]
+        text = (run.session / "ms25_euler.csv").read_text().splitlines()[facts["line"] - 1]
+        assert [float(x) for x in row["raw"].decode().split(",")] == [
+            float(x) for x in text.split(",")
+        ]
+        imu = run.table("imu")
+        assert (
+            imu["time_ns"].is_sorted()
+            and imu.height == run.stream_row("ms25", "imu")["rows_written"]
+        )
+        assert imu.get_column("orientation_w").null_count() == 1
     elif fault == "missing_optional":
         assert "kvh" in run.report.missing
         assert run.streams().filter(pl.col("stream") == "kvh").height == 0
@@ -526,6 +623,7 @@ def _break_binaries(session: Path) -> None:
     sync.write_bytes(sync.read_bytes() + b"abc")
     tiff = sorted((session / "lb3" / "Cam1").iterdir())[4]
     tiff.write_bytes(b"JUNK" + tiff.read_bytes()[4:])
+    _ask_velodyne("velodyne_sync")(session)
 
 
 def test_truncated_and_corrupt_binaries_are_quarantined_with_positions(tmp_path: Path) -> None:

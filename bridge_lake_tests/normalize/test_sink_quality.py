@@ -305,3 +305,138 @@ def test_writer_buffers_are_bounded_by_bytes_and_lidar_parts_are_one_row_group(
         shape.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
     assert shape == [[1000], [1000], [500]]
     assert lake.read_partition("normalized", "lidar_points", "d1").num_rows == 2500
+
+
+def _scan_feed(end_offset_ns: int):
+    """A lidar stream of 3 scans whose points reach 90 ms; each scan row ends at
+    time_ns + end_offset_ns."""
+
+    def feed(s):
+        t = T0 + np.arange(3, dtype=np.int64) * 100_000_000
+        ids = s.scan_ids(3)
+        offsets = np.tile(np.array([0, 45_000_000, 90_000_000], np.int32), 3)
+        s.read("lidar", "lidar_scans", 3)
+        s.read("lidar", "lidar_points", 9)
+        s.write(
+            "lidar",
+            "lidar_points",
+            pa.table(
+                {
+                    "scan_id": np.repeat(ids, 3),
+                    "x": np.ones(9, np.float32),
+                    "y": np.ones(9, np.float32),
+                    "z": np.ones(9, np.float32),
+                    "time_offset_ns": offsets,
+                }
+            ),
+        )
+        s.write(
+            "lidar",
+            "lidar_scans",
+            pa.table(
+                {
+                    "time_ns": t,
+                    "frame_id": ["lidar"] * 3,
+                    "scan_id": ids,
+                    "end_time_ns": t + end_offset_ns,
+                    "point_count": np.full(3, 3, np.int64),
+                }
+            ),
+        )
+
+    return feed
+
+
+def _lidar_run(tmp_path, feed):
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as sink:
+        sink.declare(StreamInfo("lidar", "lidar_scans", "l.dat", "test", "/l", 10.0))
+        sink.declare(StreamInfo("lidar", "lidar_points", "l.dat", "test", "/l"))
+        feed(sink)
+        return sink.finish()
+
+
+@pytest.mark.parametrize(("end_offset_ns", "passed"), [(90_000_000, True), (0, False)])
+def test_scan_end_check_compares_each_end_with_its_last_point(tmp_path, end_offset_ns, passed):
+    """The `scan_end` asset check of lidar_scans: a scan whose end_time_ns is its start
+    while its points reach 90 ms is flagged (no such check on the code before)."""
+    result = _lidar_run(tmp_path, _scan_feed(end_offset_ns))
+    f = _finding(result, "lidar_scans", "scan_end")
+    assert f.passed is passed
+    if not passed:
+        assert f.metadata["violations"] == {"lidar": {quality.END_NOT_LAST_POINT: 3}}
+    assert "scan_end" in quality.checks_of("lidar_scans")
+
+
+def test_one_row_per_instant_flags_one_sensor_split_over_two_streams(tmp_path):
+    """Two streams of one frame sharing time stamps are one measurement split over rows (NCLT
+    ms25 + ms25_euler before they were joined): `one_row_per_instant` fails. A stream of
+    another frame at the same times is another sensor, not flagged (no check before)."""
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        for stream in ("rates", "orientation", "other"):
+            s.declare(StreamInfo(stream, "imu", f"{stream}.csv", "test", "/imu", 100.0))
+            s.read(stream, "imu", 50)
+        s.write("rates", "imu", _imu(50))
+        s.write("orientation", "imu", _imu(50, orientation_w=np.ones(50)))
+        other = _imu(50).set_column(2, "frame_id", pa.array(["imu2"] * 50))
+        s.write("other", "imu", other)
+        result = s.finish()
+    f = _finding(result, "imu", "one_row_per_instant")
+    assert not f.passed and f.metadata["split"] == {"rates + orientation": 50}
+
+
+def test_two_rates_of_one_frame_meeting_by_chance_are_not_a_split(tmp_path):
+    """A 5 Hz and a 100 Hz estimate of one frame whose stamps meet once (1 of 11 slow ones,
+    as NCLT's odometry_mu and odometry_mu_100hz do) are two streams, not one split."""
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        s.declare(StreamInfo("fast", "imu", "f.csv", "test", "/f", 100.0))
+        s.declare(StreamInfo("slow", "imu", "s.csv", "test", "/s", 5.0))
+        s.read("fast", "imu", 200)
+        s.read("slow", "imu", 11)
+        s.write("fast", "imu", _imu(200))
+        s.write("slow", "imu", _imu(10, period_ns=200_000_000, start=T0 + 3_000_000))
+        s.write("slow", "imu", _imu(1, start=T0 + 10_000_000 * 150))
+        result = s.finish()
+    f = _finding(result, "imu", "one_row_per_instant")
+    assert f.passed and f.metadata["shared_instants"] == {"fast + slow": 1}
+
+
+def test_one_stream_per_lidar_flags_two_point_streams_of_one_frame(tmp_path):
+    def feed(s):
+        _scan_feed(90_000_000)(s)
+        s.declare(StreamInfo("sync", "lidar_scans", "s/", "test", "/s", 5.0))
+        s.read("sync", "lidar_scans", 1)
+        ids = s.scan_ids(1)
+        row = {"time_ns": [T0], "frame_id": ["lidar"], "scan_id": ids, "end_time_ns": [T0]}
+        s.write("sync", "lidar_scans", pa.table(row | {"point_count": [0]}))
+
+    f = _finding(_lidar_run(tmp_path, feed), "lidar_scans", "one_stream_per_lidar")
+    assert not f.passed and f.metadata["more_than_one"] == {"lidar": ["lidar", "sync"]}
+
+
+@pytest.mark.parametrize("table", ["odometry", "ground_truth"])
+def test_null_pose_check_flags_a_null_pose_row_with_data(tmp_path, table):
+    """A null pose is an invalid row; one carrying a covariance (NCLT's cov rows in
+    ground_truth before they got their own table) fails `null_pose` (no check before)."""
+    n = 4
+    t = T0 + np.arange(n, dtype=np.int64) * 10_000_000
+    cov = pa.array([None, None, None, [0.1] * 21], pa.list_(pa.float64(), 21))
+    rows = pa.table(
+        {
+            "time_ns": t,
+            "frame_id": ["world"] * n,
+            "x_m": pa.array([1.0, None, 2.0, None]),
+            "covariance": cov,
+        }
+    )
+    lake = Lake(str(tmp_path))
+    with DriveSink(lake, "d1") as s:
+        s.declare(StreamInfo("poses", table, "p.csv", "test", "/p", 100.0))
+        s.read("poses", table, n)
+        s.write("poses", table, rows)
+        result = s.finish()
+    f = _finding(result, table, "null_pose")
+    assert not f.passed
+    assert f.metadata["violations"] == {"poses": {quality.NULL_POSE_WITH_DATA: 1}}

@@ -53,7 +53,9 @@ fills it from the pose derivative (bridge_lake.geometry.body_twist)."""
 IMU = TableSpec(
     "normalized",
     "imu",
-    "Inertial samples: rates, specific force, optional orientation and magnetic field.",
+    "Inertial samples: rates, specific force, optional orientation and magnetic field; one row "
+    "per measurement (NCLT: an ms25 row carries the orientation of the ms25_euler.csv line of "
+    "its utime, which writes no row of its own).",
     columns(
         SENSOR_COLUMNS,
         _xyz("angular_velocity", F64, "rad/s", "angular velocity"),
@@ -78,7 +80,8 @@ HEADING = TableSpec(
 GNSS = TableSpec(
     "normalized",
     "gnss",
-    "Satellite fixes in WGS-84.",
+    "Satellite fixes in WGS-84, one row a fix (NCLT gps_rtk_err.csv is the error_m of the "
+    "gps_rtk fix of its utime, no row of its own).",
     columns(
         SENSOR_COLUMNS,
         """
@@ -114,13 +117,19 @@ CAN_FRAMES = TableSpec(
 LIDAR_SCANS = TableSpec(
     "normalized",
     "lidar_scans",
-    "One row per lidar revolution / frame; points are in lidar_points with the same scan_id.",
+    "One row per lidar revolution / frame; points are in lidar_points with the same scan_id. "
+    "One point stream per physical lidar: NCLT's HDL-32E is `velodyne_hits` (every revolution, "
+    "per-packet point times); its `velodyne_sync` subset is read only when drive.yaml "
+    "`nclt_velodyne` asks (then normalized_streams lists the other as `skipped`); checked by "
+    "`one_stream_per_lidar`.",
     columns(
         SENSOR_COLUMNS,
         """
         scan_id         int64!  scan number, unique within the drive over all lidar streams
         sensor_scan_id  int64   the sensor's own scan / frame counter, if any
-        end_time_ns     int64!  time of the last point [ns]
+        end_time_ns     int64!  time of the last point [ns]: time_ns + the largest
+            time_offset_ns of the scan's points (time_ns when they carry none, e.g. NCLT
+            velodyne_sync); checked by `scan_end`
         point_count     int64!  points in lidar_points
         cut             string  why the scan ended: azimuth | gap | end | frame
         """,
@@ -171,7 +180,8 @@ WHEEL_ODOMETRY = TableSpec(
 ODOMETRY = TableSpec(
     "normalized",
     "odometry",
-    "Poses of an odometry / dead-reckoning estimate in its own world frame.",
+    "Poses of an odometry / dead-reckoning estimate in its own world frame, one row a pose "
+    "(NCLT odometry_cov*.csv is the covariance of the odometry_mu* pose of its utime).",
     columns(SENSOR_COLUMNS, ODOMETRY_COLUMNS),
 )
 
@@ -183,6 +193,22 @@ GROUND_TRUTH = TableSpec(
         SENSOR_COLUMNS,
         ODOMETRY_COLUMNS,
         "is_node  bool  a SLAM graph node (precise) rather than interpolated",
+    ),
+)
+
+GROUND_TRUTH_NODES = TableSpec(
+    "normalized",
+    "ground_truth_nodes",
+    "SLAM graph nodes of a reference trajectory (NCLT cov_<date>.csv): the node times and their "
+    "pose covariance, one row a node. The files give no pose at a node's time, so the nodes "
+    "are their own table, not null-pose ground_truth rows; a ground_truth row at exactly a "
+    "node's time has is_node = true.",
+    columns(
+        SENSOR_COLUMNS,
+        """
+        covariance  list<float64>[21]!  upper triangle of the 6x6 pose covariance over (x, y,
+            z, roll, pitch, yaw), row by row
+        """,
     ),
 )
 
@@ -215,6 +241,9 @@ STREAMS = TableSpec(
         topic                string   default ROS topic for exports
         records_read         int64!   records in the raw file(s)
         rows_written         int64!   rows in the table
+        records_joined       int64!   records whose values went into the row of another
+            record of the same instant (a side file joined by time, e.g. NCLT ms25_euler.csv
+            onto ms25.csv): records_read = rows_written + records_joined + rows_quarantined
         rows_quarantined     int64!   records in quarantine
         first_time_ns        int64    first master time
         last_time_ns         int64    last master time
@@ -240,6 +269,9 @@ STREAMS = TableSpec(
         ddl_struct           string   DDL struct describing each sample (ADTF)
         ddl                  string   the recording's DDL description of the stream (ADTF):
             element types, units, enums
+        skipped              string   why the stream's files were not read (a second stream
+            of a sensor that another stream already holds, e.g. NCLT velodyne_sync, read only
+            when drive.yaml asks for it); null when they were
         """
     ),
 )
@@ -289,6 +321,7 @@ SENSOR_TABLES: tuple[TableSpec, ...] = (
     WHEEL_ODOMETRY,
     ODOMETRY,
     GROUND_TRUTH,
+    GROUND_TRUTH_NODES,
     LASER_SCANS,
 )
 """Normalized sensor tables, each keyed by `stream`."""
