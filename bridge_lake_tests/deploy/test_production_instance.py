@@ -4,11 +4,11 @@ QueuedRunCoordinator's per-drive limit, and lake_job's steps on two Celery worke
 One deployment for the module, set up as docs/deploy/README.md describes it: the instance
 file is docs/deploy/dagster.celery.yaml as it is (runs in local processes, compute logs on
 local disk without `tail` processes, run monitoring), PostgreSQL on a free port given by
-DAGSTER_PG_PORT; the code runs in a gRPC code server; BRIDGE_LAKE_EXECUTOR=celery sends every step to
-the workers; `dagster job backfill` submits the runs. Three synthetic drives are backfilled,
-one of them twice at once: the queue must hold its second run until the first has ended.
-Everything is then read back from PostgreSQL with psql, from /proc and from the lake with
-pyarrow and the mcap reader, not through Dagster.
+DAGSTER_PG_PORT; the code runs in a gRPC code server; BRIDGE_LAKE_EXECUTOR=celery sends
+every step to the workers; `dagster job backfill` submits the runs. Three synthetic drives
+are backfilled, one of them twice at once: the queue must hold its second run until the
+first has ended. Everything is then read back from PostgreSQL with psql, from /proc and from
+the lake with pyarrow and the mcap reader, not through Dagster.
 """
 
 from __future__ import annotations
