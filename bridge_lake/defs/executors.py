@@ -42,11 +42,16 @@ def celery_config() -> dict[str, Any]:
 def lake_executor() -> dg.ExecutorDefinition:
     """The executor named by BRIDGE_LAKE_EXECUTOR; raises SettingsError for an unknown one."""
     if settings.executor() == "celery":
-        from dagster_celery import celery_executor  # optional: only celery deployments have it
-
-        # the broker is read from the environment when a run starts, not when the code
-        # location loads ({env: BRIDGE_LAKE_CELERY_BROKER} in the file)
-        return celery_executor.configured(celery_config())
+        return celery_executor_def()
     if settings.executor() == "multiprocess":
         return dg.multiprocess_executor.configured({"max_concurrent": 2})
     return dg.in_process_executor
+
+
+def celery_executor_def() -> dg.ExecutorDefinition:
+    """dagster-celery's executor configured with CELERY_YAML. The broker is read from the
+    environment when a run starts, not when the code location loads ({env:
+    BRIDGE_LAKE_CELERY_BROKER} in the file)."""
+    from dagster_celery import celery_executor  # optional: only celery deployments have it
+
+    return celery_executor.configured(celery_config())
