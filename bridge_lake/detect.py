@@ -17,6 +17,7 @@ from bridge_lake.formats.adtf.errors import HeaderError
 from bridge_lake.formats.adtf.ifhd import HEADER_SIZE as IFHD_HEADER_SIZE
 from bridge_lake.formats.adtf.ifhd import parse_header
 from bridge_lake.formats.adtf.info import GENERATIONS as ADTF_VERSIONS
+from bridge_lake.formats.adtf.recover import cut_problem
 from bridge_lake.formats.nclt.archives import archive_kind
 from bridge_lake.formats.nclt.kinds import nclt_kind
 
@@ -38,7 +39,11 @@ class Detected:
     """NCLT file kind (gps, velodyne_hits, ...) or the ADTF generation name."""
     problem: str | None = None
     """Set when the file claims a format but is not valid as such (e.g. unknown IFHD version,
-    a truncated header, 0 bytes): a damaged recording, quarantined as a file."""
+    a truncated header, 0 bytes, cut short): a damaged recording, quarantined as a file."""
+    cut: bool = False
+    """An ADTF recording cut short (its header is valid, its index and stream descriptions
+    are missing): damaged, but its complete chunks are recovered when it is normalized
+    (normalize/adtf_recovery.py)."""
 
 
 def detect(rel_path: str, head: bytes, size: int | None = None) -> Detected:
@@ -79,4 +84,12 @@ def _detect_ifhd(head: bytes, size: int | None) -> Detected:
         return Detected(
             "adtf", version=version, problem=f"unsupported IFHD version 0x{version:04x}"
         )
-    return Detected("adtf", version=version, kind=ADTF_VERSIONS[version])
+    kind = ADTF_VERSIONS[version]
+    if size is not None:  # the header alone says whether the index it points to is there
+        try:
+            cut = cut_problem(parse_header(head, ""), size)
+        except HeaderError as exc:
+            return Detected("adtf", version=version, kind=kind, problem=exc.reason)
+        if cut is not None:
+            return Detected("adtf", version=version, kind=kind, problem=cut, cut=True)
+    return Detected("adtf", version=version, kind=kind)

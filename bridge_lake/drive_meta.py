@@ -22,6 +22,10 @@ MAX_MAPPING_BYTES = 1 << 20
 EXPORT_MAPPING_KEY = "export_mapping"
 """drive.yaml key naming a topic mapping file inside the drive folder (per-drive override of
 the export's default mapping), captured into the lake at raw (raw/export_mapping)."""
+CATALOG_FROM_KEY = "catalog_from"
+"""drive.yaml key naming a finished ADTF recording (`DRIVE/FILE`, from the landing zone's
+root) whose stream names and types a recording of the drive that was cut short takes
+(normalize/adtf_catalogs.py); without it one of the same vehicle is found."""
 SOURCES = ("nclt", "adtf")
 _OPTIONAL_TEXT = ("operator", "route", "weather", "notes", "recorded_at")
 

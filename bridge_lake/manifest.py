@@ -1,10 +1,11 @@
 """The raw manifest of a drive: every file registered, checksummed and identified.
 
 This is the raw layer's record of what landed, so it never fails on one bad file: a file
-that cannot be read from the landing zone (`error`) or a recording that is damaged, truncated
-or empty (`detected.problem`, in the reader's words) becomes a row with `readable = false` and
-its reason, and the asset checks decide what that means for the drive: an I/O error blocks it,
-a damaged recording is a warning and is quarantined as a file by the normalized layer.
+that cannot be read from the landing zone (`error`) or a recording that is damaged,
+truncated, cut short or empty (`detected.problem`, in the reader's words) becomes a row with
+`readable = false` and its reason, and the asset checks decide what that means for the
+drive: an I/O error blocks it, a damaged recording is a warning and is quarantined as a
+file by the normalized layer (a recording cut short is recovered there).
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class FileEntry:
     def is_recording(self) -> bool:
         return self.readable and self.detected.format in RECORDING_FORMATS
 
+    @property
+    def recoverable(self) -> bool:
+        """A recording cut short: damaged, but its complete chunks land (normalized layer)."""
+        return self.error is None and self.detected.cut
+
 
 @dataclass(frozen=True)
 class ExportMapping:
@@ -76,6 +82,10 @@ class DriveManifest:
     @property
     def recordings(self) -> list[FileEntry]:
         return [e for e in self.entries if e.is_recording]
+
+    @property
+    def recoverable(self) -> list[FileEntry]:
+        return [e for e in self.entries if e.recoverable]
 
     @property
     def unreadable(self) -> list[FileEntry]:

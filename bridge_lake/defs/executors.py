@@ -11,9 +11,10 @@ image serves both deployments without a code change:
 - `multiprocess`: one process per step inside the run's own process or pod, at most two at
   once; a run is then as big as the machine that launched it.
 - `celery`: every step becomes a task on the Celery queue `dagster`, picked up by whichever
-  worker is free (`dagster-celery worker start -A dagster_celery.app -y
-  docs/deploy/celery.yaml`), so the steps of one drive spread over many machines. Broker and
-  result backend are both BRIDGE_LAKE_CELERY_BROKER (a Redis URL). Workers report step
+  worker is free (`dagster-celery worker start -A dagster_celery.app -y <CELERY_YAML>`), so
+  the steps of one drive spread over many machines. Executor and workers read the same file
+  (CELERY_YAML, shipped in the package): broker and result backend both
+  BRIDGE_LAKE_CELERY_BROKER (a Redis URL), late acks and reject-on-worker-lost. Workers report step
   events straight into the instance's event log, so the instance must be one every worker
   reaches (PostgreSQL), and so must the lake and the landing zone (S3, or a shared disk).
   Needs the `celery` extra (dagster-celery with Redis).
@@ -21,21 +22,36 @@ image serves both deployments without a code change:
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import dagster as dg
+import yaml
 
 from bridge_lake import settings
 
-CELERY_BROKER_ENV = "BRIDGE_LAKE_CELERY_BROKER"
+CELERY_YAML = Path(__file__).with_name("celery.yaml")
+"""The Celery config of executor and workers (`-y` of `dagster-celery worker start`)."""
+
+
+def celery_config() -> dict[str, Any]:
+    """The `execution: config:` block of CELERY_YAML: dagster-celery's executor config."""
+    return yaml.safe_load(CELERY_YAML.read_text(encoding="utf-8"))["execution"]["config"]
 
 
 def lake_executor() -> dg.ExecutorDefinition:
     """The executor named by BRIDGE_LAKE_EXECUTOR; raises SettingsError for an unknown one."""
     if settings.executor() == "celery":
-        from dagster_celery import celery_executor  # optional: only celery deployments have it
-
-        # read from the environment when a run starts, not when the code location loads
-        url = {"env": CELERY_BROKER_ENV}
-        return celery_executor.configured({"broker": url, "backend": url})
+        return celery_executor_def()
     if settings.executor() == "multiprocess":
         return dg.multiprocess_executor.configured({"max_concurrent": 2})
     return dg.in_process_executor
+
+
+def celery_executor_def() -> dg.ExecutorDefinition:
+    """dagster-celery's executor configured with CELERY_YAML. The broker is read from the
+    environment when a run starts, not when the code location loads ({env:
+    BRIDGE_LAKE_CELERY_BROKER} in the file)."""
+    from dagster_celery import celery_executor  # optional: only celery deployments have it
+
+    return celery_executor.configured(celery_config())

@@ -29,6 +29,7 @@ import dagster as dg
 from bridge_lake import settings
 from bridge_lake.defs import launch as launching
 from bridge_lake.defs.inputs import current_inputs, drive_facts, observe
+from bridge_lake.defs.compute_logs import open_instance
 from bridge_lake.defs.interrupts import StopWatcher
 from bridge_lake.defs.jobs import export_job, lake_job
 from bridge_lake.defs.outcomes import (
@@ -170,7 +171,7 @@ def run_drives(
         for d in found
     }
     result = IngestResult()
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    with open_instance(home) as instance:  # no tail/watch_orphans children (compute_logs)
         with StopWatcher(instance, lambda s: print(s, file=out, flush=True)) as watcher:
             known = set(instance.get_dynamic_partitions(drives_partitions.name))
             instance.add_dynamic_partitions(

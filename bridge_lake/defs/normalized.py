@@ -4,6 +4,7 @@ One multi-asset because one pass over a drive's raw files feeds every table (an 
 holds all sensors); each table is still its own asset with its own checks in the UI.
 """
 
+import json
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -24,13 +25,16 @@ from bridge_lake.defs.raw import raw_manifest
 from bridge_lake.defs.resources import LakeResource, LandingZoneResource
 from bridge_lake.defs.steps import Publication, layer_asset, layer_step
 from bridge_lake.detect import RECORDING_FORMATS
+from bridge_lake.drive_meta import CATALOG_FROM_KEY
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.geometry.rotations import Transform
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import report_path
 from bridge_lake.lake.schemas import NORMALIZED, QUARANTINE, RAW_DRIVES, RAW_MANIFEST, STREAMS
+from bridge_lake.landing import LandingZone
 from bridge_lake.normalize import quality
 from bridge_lake.normalize.adtf import normalize_adtf
+from bridge_lake.normalize.adtf_catalogs import CatalogPlaces
 from bridge_lake.normalize.drive import NORMALIZERS, covered, normalize_drive
 from bridge_lake.normalize.previews import camera_preview, lidar_preview
 from bridge_lake.normalize.report import render_report
@@ -111,6 +115,21 @@ def _lidar_to_base(store: Lake, drive: str, meta: dict) -> Callable[[str], Trans
     return lambda frame: rig.to_base(frame) if frame in rig.frames else None
 
 
+def catalog_places(meta: pa.Table, drive: str, landing: LandingZone, lake: Lake) -> CatalogPlaces:
+    """Where the drive's cut recordings look for a catalog: drive.yaml's `catalog_from`,
+    other drives of its vehicle in the landing zone and recovered copies in the lake."""
+    row = meta.to_pylist()[0]
+    extra = json.loads(row.get("extra_json") or "{}")
+    return CatalogPlaces(
+        drive,
+        vehicle=row.get("vehicle"),
+        named=extra.get(CATALOG_FROM_KEY),
+        recorded_at=row.get("recorded_at"),
+        landing=landing,
+        lake=lake,
+    )
+
+
 def streams_markdown(result: NormalizeResult) -> str:
     """The stream catalog as a Markdown table for the asset's page in the UI."""
     lines = [
@@ -174,8 +193,13 @@ def normalized(
         ).to_pylist()
     }  # read from the landing zone, but not valid as the recording it claims to be
     progress = Progress(f"normalize {drive}", context.log.info, unit="rows")
-    # ADTF streams take the drive's mapping, then the resource's (or the environment's)
-    user_mapping = partial(normalize_adtf, user_mapping=landing.adtf_mapping)
+    # ADTF streams take the drive's mapping, then the resource's (or the environment's); a
+    # recording cut short takes its stream names from a finished one of the same vehicle
+    user_mapping = partial(
+        normalize_adtf,
+        user_mapping=landing.adtf_mapping,
+        catalogs=catalog_places(meta, drive, landing.get(), store),
+    )
     result, published = normalize_drive(
         landing.get(),
         store,

@@ -19,6 +19,7 @@ ingest stopped before it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +67,8 @@ class AssetStatus:
     checks_passed: int = 0
     checks_failed: int = 0
     checks_warned: int = 0
+    checks_missing: int = 0
+    """Checks the asset declares that the run did not record (lost, e.g. in a DB outage)."""
     problems: tuple[str, ...] = ()
     """One line per failed or warning check, or the step's error: 'FAILED: name: reason'."""
     reason: str = ""
@@ -106,6 +109,13 @@ class _RunRecords:
     """Why the run failed when no step did: the engine's word before the run's failure."""
 
 
+WORKER_ERROR = re.compile(r"^\[([^\]\s]+)\]: (.+)$", re.MULTILINE)
+"""A step's error in the run failure of an executor that runs steps elsewhere (dagster-celery:
+"During celery execution errors occurred in workers:" then `[step]: cls: message` per step,
+e.g. billiard's WorkerLostError when the step's process was killed): no STEP_FAILURE event
+is recorded for such a step, only this line."""
+
+
 def asset_nodes(assets: Iterable[dg.AssetsDefinition]) -> list[AssetNode]:
     """The assets of the given definitions in their order, with steps, deps and checks."""
     nodes = []
@@ -126,15 +136,20 @@ def asset_nodes(assets: Iterable[dg.AssetsDefinition]) -> list[AssetNode]:
 def _records(instance: dg.DagsterInstance, run_id: str) -> _RunRecords:
     out = _RunRecords()
     engine = ""
+    step_engine: dict[str, str] = {}  # the engine's last word on a step (e.g. how it died)
     for entry in instance.all_logs(run_id, of_type=RUN_EVENTS):
         event = entry.dagster_event
         if event is None:
             continue
         if event.event_type == dg.DagsterEventType.ENGINE_EVENT:
             engine = event.message or engine
+            if event.step_key is not None and event.message:
+                step_engine[event.step_key] = event.message
         elif event.event_type == dg.DagsterEventType.RUN_FAILURE:
             error = getattr(event.event_specific_data, "error", None)
             out.run_error = error_line(error) if error else engine or (event.message or "")
+            for step, line in _worker_errors(error):
+                out.step_errors.setdefault(step, line)
         elif event.event_type == dg.DagsterEventType.STEP_START:
             out.steps_started += 1
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
@@ -145,8 +160,31 @@ def _records(instance: dg.DagsterInstance, run_id: str) -> _RunRecords:
             out.checks.setdefault(ev.asset_key.to_user_string(), []).append(ev)
         elif event.step_key is not None:
             error = event.step_failure_data.error
-            out.step_errors[event.step_key] = error_line(error) if error else "step failed"
+            line = error_line(error) if error else "step failed"
+            if ": " not in line and event.step_key in step_engine:  # a bare class name
+                said = step_engine[event.step_key].split(". ")[0].rstrip(".")  # its first sentence
+                line = f"{line.rsplit('.', 1)[-1]}: {said}"
+            out.step_errors[event.step_key] = line
     return out
+
+
+def _worker_errors(error) -> list[tuple[str, str]]:  # a dagster SerializableErrorInfo
+    """(step, one-line error) of every step error a run failure names (WORKER_ERROR)."""
+    out = []
+    while error is not None:
+        for step, text in WORKER_ERROR.findall(error.message or ""):
+            out.append((step, _unqualified(text.strip())))
+        error = error.cause
+    return out
+
+
+def _unqualified(first: str) -> str:
+    qualified, sep, rest = first.partition(": ")
+    if sep and qualified.startswith("bridge_lake."):
+        return rest  # our errors name the file, row or key themselves
+    if sep and "." in qualified:
+        return f"{qualified.rsplit('.', 1)[1]}: {rest}"
+    return first
 
 
 def error_line(error) -> str:  # a dagster SerializableErrorInfo
@@ -154,13 +192,7 @@ def error_line(error) -> str:  # a dagster SerializableErrorInfo
     while error.cause is not None:
         error = error.cause
     text = (error.message or error.cls_name or "error").strip()
-    first = text.splitlines()[0] if text else error.cls_name
-    qualified, sep, rest = first.partition(": ")
-    if sep and qualified.startswith("bridge_lake."):
-        return rest  # our errors name the file, row or key themselves
-    if sep and "." in qualified:
-        return f"{qualified.rsplit('.', 1)[1]}: {rest}"
-    return first
+    return _unqualified(text.splitlines()[0] if text else error.cls_name)
 
 
 def check_reason(ev: dg.AssetCheckEvaluation, spec_description: str) -> str:
@@ -237,11 +269,15 @@ def _asset_status(
                 f"{word}: {ev.check_name}: {check_reason(ev, node.checks.get(ev.check_name, ''))}"
             )
     passed = sum(ev.passed for ev in evals)
-    n_failed = sum(p.startswith(FAILED) for p in problems)
-    counts = {"checks_passed": passed, "checks_failed": n_failed,
-              "checks_warned": len(problems) - n_failed}  # fmt: skip
-    failed = n_failed > 0
+    n_warned = len(problems) - sum(p.startswith(FAILED) for p in problems)
     m = rec.materialized.get(node.key)
+    absent = sorted(set(node.checks) - {ev.check_name for ev in evals}) if m is not None else []
+    if absent:
+        problems.append(_missing_checks(absent, len(node.checks)))
+    n_failed = len(problems) - n_warned
+    counts = {"checks_passed": passed, "checks_failed": n_failed - bool(absent),
+              "checks_warned": n_warned, "checks_missing": len(absent)}  # fmt: skip
+    failed = n_failed > 0
     if m is not None:
         rows = _value(m, "dagster/row_count", "messages")
         report = _value(m, "report")
@@ -276,6 +312,16 @@ def _asset_status(
         return AssetStatus(node.key, NOT_RUN, reason="canceled before it ran")
     lost = "FAILED: the run recorded no materialization"
     return AssetStatus(node.key, FAILED, problems=(*problems, lost), **counts)
+
+
+def _missing_checks(absent: Sequence[str], declared: int) -> str:
+    """'FAILED: k of n checks not recorded: names' for a materialized asset whose run did not
+    record a result of every check it declares (results lost, e.g. while the database was
+    away): the asset is not 'ok' on the strength of checks nobody saw."""
+    more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
+    return (
+        f"{FAILED}: {len(absent)} of {declared} checks not recorded: {', '.join(absent[:3])}{more}"
+    )
 
 
 def _failed_upstream(node: AssetNode, done: Mapping[str, AssetStatus]) -> list[str]:

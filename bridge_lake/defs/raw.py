@@ -18,16 +18,20 @@ from bridge_lake.manifest import build_manifest
 ASSET = "raw_manifest"
 CHECKS = {
     "drive_yaml_valid": ("drive.yaml exists and is valid", True),
-    "has_recording": ("at least one intact ADTF or NCLT recording", True),
+    "has_recording": (
+        "at least one intact ADTF or NCLT recording, or one cut short (its complete chunks "
+        "are recovered)",
+        True,
+    ),
     "no_unreadable_file": (
         "every file could be read from the landing zone (I/O; damaged recordings are "
         "formats_valid's)",
         True,
     ),
     "formats_valid": (
-        "every recording is intact: a damaged, truncated or empty one (or an unknown IFHD "
-        "version) is named with its reason and quarantined as a file; the rest of the "
-        "drive lands",
+        "every recording is intact: a damaged, truncated, cut short or empty one (or an "
+        "unknown IFHD version) is named with its reason and quarantined as a file (one cut "
+        "short is recovered); the rest of the drive lands",
         False,
     ),
 }
@@ -87,15 +91,21 @@ def raw_manifest(
         {"problem": manifest.meta_problem or ""},
     )
     damaged = manifest.damaged
+    cut = manifest.recoverable
     yield checked(
         ASSET,
         CHECKS,
         "has_recording",
-        bool(manifest.recordings),
+        bool(manifest.recordings or cut),
         f"{len(manifest.recordings)} intact recordings"
-        if manifest.recordings
+        + (f", {len(cut)} cut short (their complete chunks are recovered)" if cut else "")
+        if manifest.recordings or cut
         else "no intact recording" + (f": {_listed(damaged)}" if damaged else ""),
-        {"recordings": len(manifest.recordings), "files": len(manifest.entries)},
+        {
+            "recordings": len(manifest.recordings),
+            "cut_short": len(cut),
+            "files": len(manifest.entries),
+        },
     )
     unreadable = manifest.unreadable
     yield checked(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dagster as dg
@@ -17,6 +18,23 @@ PARTITION_TAG = "dagster/partition"
 LOCK_WAIT_S = 2 * 3600.0
 """How long a step waits for another run of its drive (a 30-minute drive normalizes in
 minutes; a run stuck for hours is better failed with the holder's name than waited on)."""
+OWNER = "dagster run {run_id} ({job})"
+"""A run's name in the lock it holds (LockHolder.owner)."""
+OWNER_RUN = re.compile(r"^dagster run ([0-9a-f-]{36}) \(")
+
+
+def run_ended(instance: dg.DagsterInstance) -> Callable[[LockHolder], bool]:
+    """Whether a lock's holder is a run this instance records as finished (failed, canceled,
+    succeeded): its process is gone even when it ran on another host (a lost Celery worker,
+    a run that run monitoring failed), so its lock is taken over at once, not after the
+    lease. A holder that is no run of this instance is never judged here."""
+
+    def ended(holder: LockHolder) -> bool:
+        m = OWNER_RUN.match(holder.owner)
+        run = instance.get_run_by_id(m.group(1)) if m else None
+        return run is not None and run.is_finished
+
+    return ended
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -50,8 +68,15 @@ class LakeResource(dg.ConfigurableResource):
                 f"{self.lock_wait_s:.0f} s for it"
             )
 
-        owner = f"dagster run {run.run_id} ({run.job_name})"
-        with drive_lock(self.get(), drive, owner=owner, wait_s=self.lock_wait_s, on_wait=waiting):
+        owner = OWNER.format(run_id=run.run_id, job=run.job_name)
+        with drive_lock(
+            self.get(),
+            drive,
+            owner=owner,
+            wait_s=self.lock_wait_s,
+            on_wait=waiting,
+            ended=run_ended(context.instance),
+        ):
             yield self
 
 

@@ -20,12 +20,21 @@ from bridge_lake.defs.checks import check_result
 from bridge_lake.defs.interrupts import publishing
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.versions import code_version
+from bridge_lake.errors import BridgeLakeError
 from bridge_lake.findings import Finding
 
 HEAVY = {"bridge_lake/heavy": "true"}
 """Op tags of the steps that hold much of a drive at once (normalize, calibrate, export, scene
 sets): a label for deployments that limit such steps (an executor's tag_concurrency_limits);
 neither dagster.yaml nor docs/deploy limit it today."""
+
+INFRA_RETRY = dg.RetryPolicy(max_retries=2, delay=15, backoff=dg.Backoff.EXPONENTIAL)
+"""Retries of a layer step that failed on its infrastructure (a storage or database error,
+a lost connection, a crashed step process under the multiprocess executor), 15 s and then
+30 s later: a PostgreSQL or S3 blip of up to about 45 s costs a re-run of the step, not the
+run. A step is idempotent (it stages, audits and publishes whole partitions). Errors about
+the drive itself (BridgeLakeError: bad input, named file/offset/key) fail at once: they
+would fail the same way again."""
 
 
 def layer_asset(layer: str, table: str) -> str:
@@ -50,7 +59,10 @@ def layer_step(
     def decorate(step: Callable[..., Iterator[Any]]) -> dg.AssetsDefinition:
         def run(*args: Any, **kwargs: Any) -> Iterator[Any]:
             with ExitStack() as span:  # the publishing span closes however the step ends
-                yield from step(*args, **kwargs, publication=Publication(span))
+                try:
+                    yield from step(*args, **kwargs, publication=Publication(span))
+                except BridgeLakeError as exc:  # the drive's fault: a retry fails again
+                    raise dg.Failure(str(exc), allow_retries=False) from exc
 
         signature = inspect.signature(step)
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -76,6 +88,7 @@ def layer_step(
             ],
             check_specs=check_specs,
             op_tags=HEAVY,
+            retry_policy=INFRA_RETRY,
         )(run)
 
     return decorate

@@ -35,7 +35,7 @@ ASSET_ORDER = (OK, WARN, FAILED, NOT_RUN, UP_TO_DATE)
 
 
 def _checks(a: AssetStatus) -> str:
-    total = a.checks_passed + a.checks_failed + a.checks_warned
+    total = a.checks_passed + a.checks_failed + a.checks_warned + a.checks_missing
     if total == 0:
         return "no checks"
     parts = [f"{a.checks_passed} passed"]
@@ -43,6 +43,8 @@ def _checks(a: AssetStatus) -> str:
         parts.append(f"{a.checks_failed} failed")
     if a.checks_warned:
         parts.append(_plural(a.checks_warned, "warning"))
+    if a.checks_missing:
+        parts.append(f"{a.checks_missing} not recorded")
     return ", ".join(parts)
 
 
@@ -86,10 +88,12 @@ def print_summary(
     passed = sum(a.checks_passed for d in outcomes for a in d.assets)
     failed = sum(a.checks_failed for d in outcomes for a in d.assets)
     warned = sum(a.checks_warned for d in outcomes for a in d.assets)
+    missing = sum(a.checks_missing for d in outcomes for a in d.assets)
+    lost = f", {missing} not recorded" if missing else ""
     print(
         f"\n{len(outcomes)} drives: {_counts([d.status for d in outcomes], DRIVE_ORDER)}. "
         f"{len(assets)} assets: {_counts(assets, ASSET_ORDER) or 'none run'}. "
-        f"Checks: {passed} passed, {failed} failed, {_plural(warned, 'warning')}.",
+        f"Checks: {passed} passed, {failed} failed, {_plural(warned, 'warning')}{lost}.",
         file=out,
     )
     if log is not None:

@@ -16,9 +16,10 @@ instance (and cannot be keyed by partition on an asset).
 - S3 lake: the lock is an object created with a conditional PUT (`If-None-Match: *`), so
   exactly one writer creates it. It is a lease: the holder rewrites it every third of
   `ttl_s` (`If-Match` its own ETag); a lock whose lease ran out, or whose holder on this
-  host is no longer alive, is taken over with `If-Match` on the stale ETag, so of several
-  takers exactly one wins. Needs an S3 API with conditional writes (AWS S3 since 2024,
-  MinIO, moto).
+  host is no longer alive, or whose owner the caller knows to have ended (`ended`: a Dagster
+  run the instance records as finished, its worker on another host lost), is taken over at
+  once with `If-Match` on the stale ETag, so of several takers exactly one wins. Needs an
+  S3 API with conditional writes (AWS S3 since 2024, MinIO, moto).
 """
 
 from __future__ import annotations
@@ -133,15 +134,22 @@ def drive_lock(
     wait_s: float = 0.0,
     on_wait: Callable[[LockHolder | None], None] | None = None,
     ttl_s: float = LOCK_TTL_S,
+    ended: Callable[[LockHolder], bool] | None = None,
 ) -> Iterator[LockHolder]:
     """Hold the drive's lock for the `with` block; yields this writer's record.
 
     A busy lock is retried for up to `wait_s` seconds (`on_wait` is told once who holds it),
     then DriveLockedError names the drive and the holder. Not re-entrant: a second `with`
     on the same drive in the same process waits for the first like any other writer.
+    `ended(holder)`: True when the holder's owner is known to be over, so its object-store
+    lock is taken over without waiting for its lease (a local lock needs no such help).
     """
     me = LockHolder.me(owner)
-    lock = _FileLock(lock_path(lake, drive_id)) if lake.is_local else _ObjectLock(lake, drive_id)
+    lock = (
+        _FileLock(lock_path(lake, drive_id))
+        if lake.is_local
+        else _ObjectLock(lake, drive_id, ended or _never)
+    )
     url = lake.url(lock.path)
     deadline = time.monotonic() + wait_s
     told = False
@@ -211,7 +219,7 @@ def _holder_of(fd: int) -> LockHolder | None:
 class _ObjectLock:
     """A leased lock object on S3 (conditional writes; see the module docstring)."""
 
-    def __init__(self, lake: Lake, drive_id: str) -> None:
+    def __init__(self, lake: Lake, drive_id: str, ended: Callable[[LockHolder], bool]) -> None:
         if "s3" not in _protocols(lake.fs):
             raise BridgeLakeError(
                 f"drive locks need a local lake or s3:// (conditional writes); {lake.root} is not"
@@ -224,6 +232,7 @@ class _ObjectLock:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._lost: LockHolder | None = None
+        self._ended = ended
 
     def try_acquire(self, me: LockHolder, ttl_s: float) -> Any:
         lease = LockHolder(me.host, me.pid, me.owner, me.since, time.time() + ttl_s)
@@ -233,7 +242,7 @@ class _ObjectLock:
             if not _lost_race(exc):
                 raise
             holder, etag = self._read()
-            if holder is None or etag is None or not _stale(holder):
+            if holder is None or etag is None or not (_stale(holder) or self._ended(holder)):
                 return holder
             try:  # take over the dead holder's lease; of several takers one wins
                 self._etag = self._put(lease, IfMatch=etag)
@@ -312,6 +321,10 @@ def _lost_race(exc: OSError) -> bool:
     code = response.get("Error", {}).get("Code")
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412)
+
+
+def _never(holder: LockHolder) -> bool:
+    return False
 
 
 def _stale(holder: LockHolder) -> bool:

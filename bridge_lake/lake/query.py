@@ -9,10 +9,13 @@ set or the new one. A connection's views hold the files published when it was ma
 
 from __future__ import annotations
 
+import os
+
 import duckdb
 import polars as pl
 import pyarrow as pa
 
+from bridge_lake import settings
 from bridge_lake.errors import BridgeLakeError
 from bridge_lake.lake import base_link
 from bridge_lake.lake.paths import LAYERS, validate_drive_id
@@ -28,16 +31,31 @@ from bridge_lake.lake.views import (
 )
 
 
+def open_lake(lake: Lake | str | os.PathLike[str]) -> Lake:
+    """A Lake as given, or one for a path or URL with the environment's storage options
+    (`BRIDGE_LAKE_S3_ENDPOINT` for an `s3://` URL on MinIO, Ceph or another S3 API), as every
+    command of the package opens it."""
+    if isinstance(lake, Lake):
+        return lake
+    root = os.fspath(lake)
+    return Lake(root, settings.storage_options(root))
+
+
 def scan(
-    table: str, *, lake: Lake | str, layer: str = "normalized", drives: list[str] | None = None
+    table: str,
+    *,
+    lake: Lake | str | os.PathLike[str],
+    layer: str = "normalized",
+    drives: list[str] | None = None,
 ) -> pl.LazyFrame:
     """A LazyFrame over one table with `drive` as a text column (leading zeros kept).
 
     Filters on `drive` (or the `drives` argument) prune partitions: polars skips the other
     folders' files without opening them. `scan("lidar_points", layer="calibrated")` is the
     base_link view of bridge_lake.lake.base_link (made from the normalized points).
+    `lake`: a Lake, or its path or URL (`open_lake`).
     """
-    lake = Lake(lake) if isinstance(lake, str) else lake
+    lake = open_lake(lake)
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}")
     if (layer, table) == ("calibrated", "lidar_points"):
@@ -103,13 +121,14 @@ def polars_storage_options(lake: Lake) -> dict[str, str]:
     return out
 
 
-def connect(lake: Lake | str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view of sql/views.sql over `lake`, plus
-    one view per generic ADTF table the lake holds (`normalized_ddl_<struct>`).
+def connect(lake: Lake | str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view of sql/views.sql over `lake` (a Lake,
+    or its path or URL: `open_lake`), plus one view per generic ADTF table the lake holds
+    (`normalized_ddl_<struct>`).
 
     Views over tables that have no partition yet fail when queried, not here.
     """
-    lake = Lake(lake) if isinstance(lake, str) else lake
+    lake = open_lake(lake)
     con = duckdb.connect()
     if lake.is_local:
         root = lake.base

@@ -37,6 +37,7 @@ import numpy as np
 from bridge_lake.formats.adtf import Sample, Stream, open_dat, recording_parts, sniff
 from bridge_lake.formats.adtf.ddl import DDL
 from bridge_lake.formats.adtf.errors import AdtfError
+from bridge_lake.normalize.adtf_catalogs import CatalogPlaces
 from bridge_lake.normalize.adtf_clock import RecordingClock, recording_clocks
 from bridge_lake.normalize.adtf_generic import (
     substream_streams,
@@ -69,6 +70,7 @@ def normalize_adtf(
     *,
     user_mapping: str | Path | None = None,
     files: list[Path] | None = None,
+    catalogs: CatalogPlaces | None = None,
 ) -> None:
     """Normalize every ADTF recording under `drive_dir` into `sink` (the NORMALIZERS entry).
 
@@ -77,6 +79,8 @@ def normalize_adtf(
     `$BRIDGE_LAKE_ADTF_MAPPING`), the packaged `adtf_mapping.yaml`. `files` limits the run to
     these recordings (inside `drive_dir`). The parts of a split recording are read as one
     recording (`group_parts`); each recording is put on the master clock (`adtf_clock`).
+    A recording cut short is recovered first (`adtf_recovery`), its stream names and types
+    from a finished recording of the vehicle (`catalogs`: where to look beyond the drive).
     """
     root = Path(drive_dir)
     mapping = resolve_mapping(root, user=user_mapping) if mapping is None else mapping
@@ -84,12 +88,13 @@ def normalize_adtf(
     paths = find_recordings(root) if files is None else [Path(p) for p in files]
     recordings = group_parts(paths)
     with tempfile.TemporaryDirectory(prefix="bridge_lake_recovered") as work:
-        recovered = recover_cut_recordings(root, paths, sink, Path(work))
-        for parts, clock_ in zip(recordings, recording_clocks(recordings), strict=True):
+        recovered = recover_cut_recordings(root, paths, sink, Path(work), catalogs)
+        # a cut file is read as its rebuilt copy, its clock too (the cut file has no index)
+        copies = [[recovered.get(p, p) for p in parts] for parts in recordings]
+        for parts, read, clock_ in zip(recordings, copies, recording_clocks(copies), strict=True):
             with _gc_paused():
                 rels = [p.relative_to(root).as_posix() for p in parts]
-                copies = [recovered.get(p, p) for p in parts]  # a cut file: its rebuilt copy
-                _normalize_recording(copies, rels, sink, mapping, used, clock_)
+                _normalize_recording(read, rels, sink, mapping, used, clock_)
 
 
 def group_parts(paths: list[Path]) -> list[list[Path]]:

@@ -15,7 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge_lake.drive_meta import CATALOG_FROM_KEY
 from bridge_lake.findings import Finding
+from bridge_lake.formats.adtf.model import KIND_RAW
 from bridge_lake.lake.schemas import SENSOR_TABLES
 
 RATE_TOLERANCE = 0.3
@@ -89,6 +91,22 @@ streams' median start / end does not belong to the same recording session (e.g. 
 over from an earlier drive in the same folder)."""
 SUGGEST = "bridge-lake mapping suggest {file} --out mapping.yaml"
 """How a user maps streams that went to generic tables (named in check messages)."""
+CATALOG_FIX = (
+    "put a finished recording of the same vehicle (drive.yaml `vehicle`) in the landing "
+    f"zone, or name one in drive.yaml `{CATALOG_FROM_KEY}: DRIVE/FILE`, then re-run the drive"
+)
+"""How a user gives the streams of a recording cut short their names and types."""
+TYPES_FIX = (
+    "the recordings describe no stream type for them (`bridge-lake info FILE` lists the "
+    "streams): land recordings whose streams are described"
+)
+"""What a user can do about intact recordings whose streams have no type at all."""
+RECOVERED_TYPE = "file:recovered"
+"""source_type of a recovered recording's quarantine row (normalize/adtf_recovery.py)."""
+UNTYPED = f"adtf:{KIND_RAW}"
+"""source_type of an ADTF stream with no stream type at all (adtf_jobs `source_type`): no
+name or type survived (a recording cut short without catalog), so only bytes land. A typed
+stream without DDL (`adtf/anonymous`, raw media) lands as payloads too, as recorded."""
 CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
     "completeness": (
         "every recording file of the drive was read into some stream, or left out by a stream "
@@ -96,6 +114,11 @@ CATALOG_CHECKS: dict[str, tuple[str, bool]] = {
         True,
     ),
     "has_rows": ("the drive's recordings yield rows in some table", True),
+    "decoded": (
+        "some stream has a type: a drive whose rows are all raw payloads of streams without "
+        "names or types (a recording cut short, no catalog) fails, naming the fix",
+        True,
+    ),
     "conservation": (
         "records read = rows written + rows quarantined for every stream outside the sensor "
         "tables (generic ADTF tables, payloads, unreadable files; sensor tables check their own)",
@@ -451,7 +474,12 @@ def mapping_findings(streams: list) -> list[Finding]:
     name the unmapped streams and the command that writes a mapping for their file."""
     unmapped = [s for s in streams if s.info.target in ("generic", "payload")]
     files = sorted({s.info.source_file for s in unmapped})
-    how = "; map them with " + ", ".join(SUGGEST.format(file=f) for f in files[:3])
+    mappable = sorted({s.info.source_file for s in unmapped if s.info.source_type != UNTYPED})
+    how = (  # a stream without any type needs a catalog, not a mapping (`decoded`)
+        "; map them with " + ", ".join(SUGGEST.format(file=f) for f in mappable[:3])
+        if mappable
+        else "; they have no stream type (see the decoded check)"
+    )
     names = ", ".join(f"{s.info.stream} ({s.info.source_type})" for s in unmapped[:10])
     rows = sum(s.rows_written for s in streams if s.info.target != "quarantine")
     by_target: dict[str, int] = {}
@@ -496,7 +524,43 @@ def mapping_findings(streams: list) -> list[Finding]:
         else f"all {read} records of {len(others)} streams outside the sensor tables are "
         "rows or quarantined",
     )
-    return [has_rows, conservation, mapped]
+    return [has_rows, decoded_finding(streams), conservation, mapped]
+
+
+def decoded_finding(streams: list) -> Finding:
+    """`decoded` (blocking): a drive whose rows are all payloads of streams without any
+    stream type holds bytes nobody can query or export as sensor data. The message names
+    the fix, which depends on why: a recording cut short and recovered without a catalog,
+    or recordings that describe no types."""
+    landed = [s for s in streams if s.info.target != "quarantine" and s.rows_written]
+    untyped = [s for s in landed if s.info.target == "payload" and s.info.source_type == UNTYPED]
+    failed = bool(landed) and len(untyped) == len(landed)
+    cut = sorted({s.info.source_file for s in streams if s.info.source_type == RECOVERED_TYPE})
+    rows = sum(s.rows_written for s in untyped)
+    if not failed:
+        summary = (
+            f"{_count(len(landed) - len(untyped), 'stream')} with a stream type"
+            if landed
+            else "no rows (has_rows says why)"
+        )
+    else:
+        why = (
+            f"cut short and recovered without a catalog: {_listed(cut)}; {CATALOG_FIX}"
+            if cut
+            else TYPES_FIX
+        )
+        summary = (
+            f"all {_count(rows, 'row')} of {_count(len(untyped), 'stream')} landed only as raw "
+            f"payloads (adtf_payloads), without stream names or types: {why}"
+        )
+    return Finding(
+        "streams",
+        "decoded",
+        not failed,
+        True,
+        {"untyped_streams": len(untyped), "untyped_rows": rows, "cut_short": cut},
+        summary,
+    )
 
 
 def coverage_finding(streams: list) -> Finding:

@@ -2,13 +2,13 @@
 QueuedRunCoordinator's per-drive limit, and lake_job's steps on two Celery workers (Redis).
 
 One deployment for the module, set up as docs/deploy/README.md describes it: the instance
-file is docs/deploy/dagster.production.yaml with only its Kubernetes and S3 parts swapped for
-local ones (runs in local processes, compute logs on local disk) and PostgreSQL on a free
-port; the code runs in a gRPC code server; BRIDGE_LAKE_EXECUTOR=celery sends every step to
-the workers; `dagster job backfill` submits the runs. Three synthetic drives are backfilled,
-one of them twice at once: the queue must hold its second run until the first has ended.
-Everything is then read back from PostgreSQL with psql, from /proc and from the lake with
-pyarrow and the mcap reader, not through Dagster.
+file is docs/deploy/dagster.celery.yaml as it is (runs in local processes, compute logs on
+local disk without `tail` processes, run monitoring), PostgreSQL on a free port given by
+DAGSTER_PG_PORT; the code runs in a gRPC code server; BRIDGE_LAKE_EXECUTOR=celery sends
+every step to the workers; `dagster job backfill` submits the runs. Three synthetic drives
+are backfilled, one of them twice at once: the queue must hold its second run until the
+first has ended. Everything is then read back from PostgreSQL with psql, from /proc and from
+the lake with pyarrow and the mcap reader, not through Dagster.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mcap.reader import make_reader
 
+from bridge_lake.defs import executors
 from bridge_lake.synth import synthesize
 from bridge_lake_tests.conftest import REPO, free_port
 from bridge_lake_tests.deploy.servers import (
@@ -45,8 +46,8 @@ from bridge_lake_tests.deploy.servers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 BIN = Path(sys.executable).parent
-PRODUCTION_YAML = REPO / "docs" / "deploy" / "dagster.production.yaml"
-CELERY_YAML = REPO / "docs" / "deploy" / "celery.yaml"
+CELERY_INSTANCE_YAML = REPO / "docs" / "deploy" / "dagster.celery.yaml"
+CELERY_YAML = executors.CELERY_YAML
 WORKERS = ("w1", "w2")
 DONE = {"SUCCESS", "FAILURE", "CANCELED"}
 RUNS_TIMEOUT_S = 720
@@ -83,13 +84,9 @@ class Deployment:
         return [Run(a, b, c, float(d), float(e), float(f)) for a, b, c, d, e, f in rows]
 
 
-def instance_config(pg_port: int) -> dict:
-    """docs/deploy/dagster.production.yaml as it is, minus what needs Kubernetes and S3."""
-    config = yaml.safe_load(PRODUCTION_YAML.read_text())
-    del config["run_launcher"]  # K8sRunLauncher -> the default: a local process per run
-    del config["compute_logs"]  # S3ComputeLogManager -> the default: files in DAGSTER_HOME
-    config["storage"]["postgres"]["postgres_db"]["port"] = pg_port
-    return config
+def instance_config() -> dict:
+    """docs/deploy/dagster.celery.yaml as it is (every host, port and secret from the env)."""
+    return yaml.safe_load(CELERY_INSTANCE_YAML.read_text())
 
 
 def _serving(port: int) -> bool:
@@ -125,10 +122,12 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         drives = [d.drive_id for d in synthesize(landing, drives=3, minutes=0.1, light=True)]
         twice = drives[1]
         home.mkdir()
-        (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config(pg.port)))
+        (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config()))
         instance_env = {
             "DAGSTER_HOME": str(home),
             "DAGSTER_PG_HOST": pg.host,
+            "DAGSTER_PG_PORT": str(pg.port),
+            "DAGSTER_PG_DB": "dagster",
             "DAGSTER_PG_USER": pg.user,
             "DAGSTER_PG_PASSWORD": pg.password,
         }

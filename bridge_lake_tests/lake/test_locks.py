@@ -112,6 +112,22 @@ def test_s3_lease_of_another_host_holds_until_it_runs_out(s3_lake: Lake) -> None
         pass
 
 
+def test_s3_lock_of_an_owner_known_to_have_ended_is_taken_over_at_once(s3_lake: Lake) -> None:
+    """Issue 33: a worker lost on another host leaves its lease for up to LOCK_TTL_S; the
+    caller that knows the owner ended (a Dagster run recorded as finished) takes it now."""
+    gone = LockHolder(
+        "other-host", 4242, "run-gone", "2026-12-04T00:00:00+00:00", time.time() + 3600
+    )
+    _put_record(s3_lake, gone)
+    with pytest.raises(DriveLockedError, match="run-gone"):
+        with drive_lock(s3_lake, "d1", owner="me", ended=lambda h: h.owner == "run-live"):
+            pass
+    start = time.monotonic()
+    with drive_lock(s3_lake, "d1", owner="me", ended=lambda h: h.owner == "run-gone"):
+        assert json.loads(s3_lake.fs.cat_file(lock_path(s3_lake, "d1")))["owner"] == "me"
+    assert time.monotonic() - start < 5
+
+
 def test_s3_holder_renews_its_lease_and_reports_losing_it(s3_lake: Lake) -> None:
     path = lock_path(s3_lake, "d1")
     with drive_lock(s3_lake, "d1", owner="slow-run", ttl_s=0.6):

@@ -32,6 +32,7 @@ import shutil
 import struct
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from bridge_lake.formats.adtf import ifhd
 from bridge_lake.formats.adtf.errors import AdtfError, ExtensionError, HeaderError
@@ -149,10 +150,29 @@ class _Mapped:
         self.fd.close()
 
 
+def cut_problem(header: ifhd.FileHeader, size: int) -> str | None:
+    """Why a recording whose header parsed is cut short, from the header and the file's
+    `size` alone (None: it has what a finished recording ends with). A finished writer
+    writes the header last, so a cut copy of a finished file keeps a header whose extension
+    table lies past the new end; a crashed writer's header lists no extensions at all."""
+    table_end = header.extension_offset + ifhd.EXTENSION_ENTRY_SIZE * header.extension_count
+    if header.extension_count and table_end > size:
+        return (
+            f"cut short: its extension table ({header.extension_count} entries at offset "
+            f"{header.extension_offset}) ends at {table_end}, past the end of the file "
+            f"({size} bytes): no index, no stream names or types"
+        )
+    if header.extension_count == 0 and size > header.data_offset:
+        return (
+            f"cut short: the header lists no extension table though {size - header.data_offset}"
+            " bytes of chunks follow it: no index, no stream names or types"
+        )
+    return None
+
+
 def cut_short(path: str | os.PathLike[str]) -> bool:
     """Whether an ADTF file (IFHD magic, valid header) lacks what a finished recording ends
-    with: its extension table lies past the end of the file, or it has none while chunks
-    follow the header. Reads the header only."""
+    with (`cut_problem`). Reads the header only."""
     with Path(path).open("rb") as f:
         head = f.read(ifhd.HEADER_SIZE)
         size = os.fstat(f.fileno()).st_size
@@ -160,8 +180,46 @@ def cut_short(path: str | os.PathLike[str]) -> bool:
         h = ifhd.parse_header(head, str(path))
     except HeaderError:
         return False
-    table_end = h.extension_offset + ifhd.EXTENSION_ENTRY_SIZE * h.extension_count
-    return table_end > size or (h.extension_count == 0 and size > h.data_offset)
+    return cut_problem(h, size) is not None
+
+
+def chunk_stream_ids(path: str | os.PathLike[str]) -> set[int]:
+    """The stream ids of a cut recording's complete chunks: one pass over the chunk headers
+    (the salvage walk recovery uses), for picking a catalog that describes all of them."""
+    with _Mapped(str(path)) as m:
+        header = ifhd.parse_header(m.view, str(path))
+        walker = ifhd.ChunkWalker(
+            m.view, header, str(path), ifhd.Issues(strict=False), m.size, salvage=True, mm=m.map
+        )
+        return {sid for _, _, _, _, sid, _, _ in walker if 0 < sid <= ifhd.MAX_STREAM_ID}
+
+
+def copy_catalog(src: BinaryIO, size: int, out: str | os.PathLike[str]) -> None:
+    """Write `out`: a sparse stand-in for the finished recording `src` (`size` bytes) that
+    holds only what `read_catalog` reads (the header, the extension table and the `index<N>`
+    payloads, at their offsets), the chunks left as holes. A catalog on an object store then
+    costs a few ranged reads, not a download of the recording."""
+    head = src.read(ifhd.HEADER_SIZE)
+    header = ifhd.parse_header(head, getattr(src, "name", str(out)))
+    table_size = ifhd.EXTENSION_ENTRY_SIZE * header.extension_count
+    with Path(out).open("wb") as f:
+        f.truncate(size)
+        f.write(head)
+        src.seek(header.extension_offset)
+        table = src.read(table_size)
+        f.seek(header.extension_offset)
+        f.write(table)
+    with _Mapped(str(out)) as m:
+        wanted = [
+            (e.data_pos, e.data_size)
+            for e in ifhd.parse_extensions(m.view, header, str(out))
+            if e.identifier.startswith(INDEX) and e.data_size
+        ]
+    with Path(out).open("r+b") as f:
+        for pos, n in wanted:
+            src.seek(pos)
+            f.seek(pos)
+            f.write(src.read(n))
 
 
 def read_catalog(

@@ -1,0 +1,29 @@
+"""A job on the Celery executor of bridge_lake/defs/celery.yaml whose step kills its own
+process (kill -9) the first time it runs: test_celery_worker_loss.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import dagster as dg
+
+from bridge_lake.defs.executors import celery_executor_def
+
+MARKER_ENV = "BRIDGE_LAKE_TEST_MARKER"
+
+
+@dg.op
+def dies_once() -> int:
+    """Killed on its first attempt, as the OOM killer or an operator would; then succeeds."""
+    marker = Path(os.environ[MARKER_ENV])
+    if not marker.exists():
+        marker.write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return 1
+
+
+@dg.job(executor_def=celery_executor_def())
+def killed_step_job() -> None:
+    dies_once()
