@@ -35,8 +35,8 @@ from bridge_lake.play.clock import (
     realtime_priority,
 )
 from bridge_lake.play.readahead import ReadAhead
-from bridge_lake.play.ros1_clock import clock_channel, with_clock
 from bridge_lake.play.report import PlayReport, TopicStats
+from bridge_lake.play.ros1_clock import clock_channel, with_clock
 from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer, Ready
 
 TIME_EVERY_NS = 50_000_000
@@ -244,7 +244,8 @@ class Player:
         """Latched messages logged before `--start` (a /tf_static at the file's start): kept
         by the server for every subscriber, though the window leaves them out."""
         assert self.server is not None
-        latched = {c for c in self.chosen if self.source.channels[c].latched}
+        channels = self.source.channels
+        latched = {c for c in self.chosen if c in channels and channels[c].latched}
         if not latched or self.first_ns <= self.source.start_ns:
             return
         seen: set[int] = set()

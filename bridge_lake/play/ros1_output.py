@@ -96,7 +96,9 @@ class Ros1Output:
                 by.setdefault(r.channel, []).append(r.frame)
         return [(pubs[c], b"".join(f), len(f)) for c, f in by.items()]
 
-    def hand_over(self, group: list[RosReady], writes: list[tuple[Publication, bytes, int]]) -> None:
+    def hand_over(
+        self, group: list[RosReady], writes: list[tuple[Publication, bytes, int]]
+    ) -> None:
         for pub, data, n in writes:
             pub.write(data, n)
         pubs = self._pubs
@@ -134,4 +136,4 @@ class Ros1Output:
         await self.node.stop()
 
 
-__all__ = ["NODE_NAME", "RosReady", "Ros1Output"]
+__all__ = ["NODE_NAME", "Ros1Output", "RosReady"]

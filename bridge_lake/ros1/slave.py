@@ -34,7 +34,7 @@ class SlaveState:
 
 
 class _Quiet(SimpleXMLRPCRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         return None
 
 
@@ -71,39 +71,41 @@ class SlaveServer:
 
     # --- the API (caller_id first in every call) ----------------------------------------------
 
-    def requestTopic(self, caller_id: str, topic: str, protocols: list) -> list:  # noqa: N802
+    def requestTopic(self, caller_id: str, topic: str, protocols: list) -> list:
         if topic not in self.state.publications:
             return [FAILURE, f"{topic} is not published by this node", []]
         if not any(p and p[0] == "TCPROS" for p in protocols):
             return [FAILURE, "this node speaks TCPROS only", []]
         return [SUCCESS, "ready", ["TCPROS", self.state.tcp_host, self.state.tcp_port]]
 
-    def getPid(self, caller_id: str) -> list:  # noqa: N802
+    def getPid(self, caller_id: str) -> list:
         return [SUCCESS, "", os.getpid()]
 
-    def getMasterUri(self, caller_id: str) -> list:  # noqa: N802
+    def getMasterUri(self, caller_id: str) -> list:
         return [SUCCESS, "", self.state.master_uri]
 
-    def getPublications(self, caller_id: str) -> list:  # noqa: N802
+    def getPublications(self, caller_id: str) -> list:
         return [SUCCESS, "", [[t, ty] for t, ty in sorted(self.state.publications.items())]]
 
-    def getSubscriptions(self, caller_id: str) -> list:  # noqa: N802
+    def getSubscriptions(self, caller_id: str) -> list:
         return [SUCCESS, "", []]
 
-    def getBusInfo(self, caller_id: str) -> list:  # noqa: N802
+    def getBusInfo(self, caller_id: str) -> list:
         return [SUCCESS, "", self.state.bus()]
 
-    def getBusStats(self, caller_id: str) -> list:  # noqa: N802
+    def getBusStats(self, caller_id: str) -> list:
         return [SUCCESS, "", [[], [], []]]
 
-    def publisherUpdate(self, caller_id: str, topic: str, publishers: list) -> list:  # noqa: N802
+    def publisherUpdate(self, caller_id: str, topic: str, publishers: list) -> list:
         return [SUCCESS, "this node subscribes to nothing", 0]
 
-    def paramUpdate(self, caller_id: str, key: str, value: Any) -> list:  # noqa: N802
+    def paramUpdate(self, caller_id: str, key: str, value: Any) -> list:
         return [SUCCESS, "", 0]
 
     def shutdown(self, caller_id: str, message: str = "") -> list:
-        self.on_shutdown(f"{caller_id} asked this node to shut down{': ' + message if message else ''}")
+        self.on_shutdown(
+            f"{caller_id} asked this node to shut down{': ' + message if message else ''}"
+        )
         return [SUCCESS, "shutting down", 0]
 
 

@@ -115,7 +115,9 @@ def _from_ros2(name: str, encoding: str, data: bytes) -> Ros1Form:
     full = _ros2_name(name)
     text = data.decode("utf-8", "replace")
     try:
-        types = get_types_from_idl(text) if encoding == "ros2idl" else get_types_from_msg(text, full)
+        types = (
+            get_types_from_idl(text) if encoding == "ros2idl" else get_types_from_msg(text, full)
+        )
         source = _store(types)
         noetic = get_typestore(Stores.ROS1_NOETIC)
         target = _store({**source.fielddefs, HEADER_TYPE: noetic.fielddefs[HEADER_TYPE]})
@@ -126,7 +128,9 @@ def _from_ros2(name: str, encoding: str, data: bytes) -> Ros1Form:
         differs = _first_difference(target, noetic, full)
         if differs is not None:
             raise NoRos1FormError(f"{name} has no ROS 1 form: {differs}")
-    return Ros1Form(_ros1_name(full), md5, definition, functools.partial(_cdr_to_ros1, source, full))
+    return Ros1Form(
+        _ros1_name(full), md5, definition, functools.partial(_cdr_to_ros1, source, full)
+    )
 
 
 def _cdr_to_ros1(store: Any, typename: str, payload: bytes) -> memoryview:
