@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from bridge_lake.formats.ros.readers import RosChannel
 from bridge_lake.play.ros1_output import Ros1Output
+from bridge_lake.ros1.node import CONNECT_WAIT_S
 
 
 class LiveRos1:
@@ -33,8 +34,11 @@ class LiveRos1:
 
     async def wait_subscribed(self, channel_ids: list[int], timeout_s: float) -> None:
         """Until the subscribers the master named for the new topics have connected (at most
-        `timeout_s`): a subscriber already running gets a topic's first messages."""
-        await self.out.node.wait_connected(timeout_s)
+        `timeout_s` or the node's CONNECT_WAIT_S if longer: a ROS 1 subscriber connects only
+        after the master's publisherUpdate and a requestTopic, which took over the WebSocket's
+        0.5 s on this loaded machine, and the topic's first poll would miss it). Topics nobody
+        subscribes to do not wait."""
+        await self.out.node.wait_connected(max(timeout_s, CONNECT_WAIT_S))
 
     async def send(self, channel_id: int, log_time: int, payload: bytes) -> None:
         r = self.out.ready(channel_id, log_time, payload)
