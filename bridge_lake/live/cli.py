@@ -14,6 +14,7 @@ from bridge_lake.export.mapping import default_mapping_path, load_mapping
 from bridge_lake.formats.adtf.follow import load_catalog
 from bridge_lake.live.bridge import POLL_S, LiveBridge, LiveConfig
 from bridge_lake.live.outputs import LiveServer
+from bridge_lake.live.ros1_output import LiveRos1
 from bridge_lake.normalize.adtf_mapping import resolve_mapping
 
 
@@ -38,7 +39,13 @@ def _cmd_live(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.force:
         print(f"bridge-lake: error: {args.out} exists; pass --force", file=sys.stderr)
         return 2
-    server = LiveServer(args.host, args.port)
+    server: LiveServer | LiveRos1
+    if args.ros1:
+        server = LiveRos1()
+        serving = f"publishing into ROS 1 at {server.url}"
+    else:
+        server = LiveServer(args.host, args.port)
+        serving = "serving {} (Foxglove: open connection, Foxglove WebSocket)"
     bridge = LiveBridge(config, server=server, mcap=args.out)
 
     async def main() -> None:
@@ -49,9 +56,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
         while not server.listening and not task.done():
             await asyncio.sleep(0.01)
         if not task.done():
-            print(
-                f"serving {server.url} (Foxglove: open connection, Foxglove WebSocket)", flush=True
-            )
+            print(serving.format(server.url), flush=True)
         await task
 
     asyncio.run(main())
@@ -83,6 +88,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mapping", type=Path, help="export topic mapping (default: the ADTF one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default local)")
     p.add_argument("--port", type=int, default=8765, help="0: any free port")
+    p.add_argument(
+        "--ros1",
+        action="store_true",
+        help="publish into the ROS 1 master at $ROS_MASTER_URI instead of serving Foxglove",
+    )
     p.add_argument("--out", type=Path, help="live MCAP to append to")
     p.add_argument("--force", action="store_true", help="overwrite --out")
     p.add_argument("--idle-s", type=float, default=10.0, help="end after no growth for S s")

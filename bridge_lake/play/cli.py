@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bridge_lake.cli_common import add_command, add_lake
 from bridge_lake.errors import BridgeLakeError
+from bridge_lake.play.ros1_clock import DEFAULT_HZ
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -48,15 +49,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="pace on SCHED_FIFO priority (root or CAP_SYS_NICE): holds the timing on a "
         "loaded machine",
     )
+    p.add_argument(
+        "--ros1",
+        action="store_true",
+        help="publish into the ROS 1 master at $ROS_MASTER_URI (as rosbag play) instead of "
+        "serving Foxglove; space pauses and resumes",
+    )
+    p.add_argument("--clock", action="store_true", help="--ros1: publish /clock (sim time)")
+    p.add_argument(
+        "--hz", type=float, default=DEFAULT_HZ, help="--clock: ticks per second of log time"
+    )
     p.add_argument("--report", type=Path, help="write the measured figures as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """serve a bag, MCAP, scene or lake drive over the Foxglove WebSocket protocol
+    """serve a bag, MCAP, scene or lake drive over Foxglove WebSocket, or into ROS 1
 
     Play a recording in real time (or --rate R, --max-speed) to the Foxglove app and any
     Foxglove WebSocket client (open ws://HOST:PORT in Foxglove: Open connection > Foxglove
-    WebSocket). Every message's send error is measured; the summary table ends every run."""
+    WebSocket), or with --ros1 into the ROS 1 graph of $ROS_MASTER_URI, as rosbag play does.
+    Every message's send error is measured; the summary table ends every run."""
     from bridge_lake.export.trim import parse_time
     from bridge_lake.play.player import PlayError, PlayOptions, play
     from bridge_lake.play.report import PlayReport
@@ -71,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if args.drive is not None:
         from bridge_lake.cli_common import lake_from_args
 
-        source = DriveSource(lake_from_args(args), args.drive)
+        encoding = "ros1" if args.ros1 else "ros2"  # ROS 1 bytes as the bag1 export's
+        source = DriveSource(lake_from_args(args), args.drive, encoding=encoding)
         name = f"drive {args.drive}"
     else:
         source = open_source(args.source, variant=args.variant)
@@ -92,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
             faults=faults,
             seed=args.seed,
             realtime=args.realtime,
+            ros1=args.ros1,
+            clock_hz=args.hz if args.clock else None,
         )
         try:
             play(source, options, report)

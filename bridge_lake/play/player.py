@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from bridge_lake import memory
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.formats.ros.readers import Recording, RosMessage
+from bridge_lake.formats.ros.readers import Recording, RosChannel, RosMessage
 from bridge_lake.play.clock import (
     PlaybackClock,
     Waker,
@@ -36,6 +36,7 @@ from bridge_lake.play.clock import (
 )
 from bridge_lake.play.readahead import ReadAhead
 from bridge_lake.play.report import PlayReport, TopicStats
+from bridge_lake.play.ros1_clock import clock_channel, with_clock
 from bridge_lake.play.server import ENDED, PAUSED, PLAYING, PlaybackRequest, PlayServer, Ready
 
 TIME_EVERY_NS = 50_000_000
@@ -81,6 +82,14 @@ class PlayOptions:
     faults: list = field(default_factory=list)
     seed: int = 0
     realtime: bool = False
+    ros1: bool = False
+    """publish into the ROS 1 master at $ROS_MASTER_URI instead of serving Foxglove"""
+    clock_hz: float | None = None
+    """--clock: publish /clock at this rate of log time (ROS 1 only)"""
+
+
+class _Stopped(Exception):
+    """A ROS node asked the player's node to shut down (`rosnode kill`)."""
 
 
 def select_channels(source: Recording, patterns: list[str]) -> set[int]:
@@ -135,6 +144,14 @@ class Player:
         self._resume: asyncio.Future | None = None
         self._last_yield = 0
         self._last_rss = 0
+        self.stop_reason: str | None = None
+        self._clock_channel: RosChannel | None = None
+        if options.clock_hz is not None:
+            if not options.ros1:
+                raise PlayError("--clock publishes a ROS 1 /clock: it needs --ros1")
+            if not options.clock_hz > 0:
+                raise PlayError(f"--hz must be > 0, not {options.clock_hz:g}")
+            self._clock_channel = clock_channel()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -142,6 +159,12 @@ class Player:
         it = self.source.messages(start_ns if start_ns > self.source.start_ns else None)
         if self.faults is not None:
             it = self.faults.stream(it, start_ns if start_ns > self.source.start_ns else None)
+        it = self._window(it, start_ns)
+        if self._clock_channel is not None:
+            it = with_clock(it, self._clock_channel, start_ns, self.o.clock_hz or 0)
+        return it
+
+    def _window(self, it: Iterator[RosMessage], start_ns: int) -> Iterator[RosMessage]:
         for m in it:
             if m.log_time < start_ns or m.channel.id not in self.chosen:
                 continue
@@ -221,7 +244,8 @@ class Player:
         """Latched messages logged before `--start` (a /tf_static at the file's start): kept
         by the server for every subscriber, though the window leaves them out."""
         assert self.server is not None
-        latched = {c for c in self.chosen if self.source.channels[c].latched}
+        channels = self.source.channels
+        latched = {c for c in self.chosen if c in channels and channels[c].latched}
         if not latched or self.first_ns <= self.source.start_ns:
             return
         seen: set[int] = set()
@@ -236,19 +260,38 @@ class Player:
 
     async def run(self, started: asyncio.Event | None = None) -> None:
         o = self.o
-        self.server = PlayServer(
-            o.host, o.port, data_range=(self.first_ns, self.last_ns), on_playback=self._on_playback
-        )
+        channels = [ch for cid, ch in self.source.channels.items() if cid in self.chosen]
+        if self._clock_channel is not None:
+            self.chosen.add(self._clock_channel.id)
+            channels.append(self._clock_channel)
+        if o.ros1:
+            from bridge_lake.formats.ros.ros1_form import ros1_form
+            from bridge_lake.play.ros1_output import Ros1Output
+
+            for ch in channels:  # every topic checked before any is registered
+                ros1_form(ch)
+            self.server = Ros1Output(on_shutdown=self._on_shutdown)  # type: ignore[assignment]
+        else:
+            self.server = PlayServer(
+                o.host, o.port, data_range=(self.first_ns, self.last_ns),
+                on_playback=self._on_playback,
+            )  # fmt: skip
         await self.server.start()
         try:
-            for cid, ch in self.source.channels.items():
-                if cid in self.chosen:
-                    self._ids[cid] = await self.server.add_channel(ch)
-                    self._topics[self._ids[cid]] = ch.topic
+            for ch in channels:
+                self._ids[ch.id] = await self.server.add_channel(ch)
+                self._topics[self._ids[ch.id]] = ch.topic
             await asyncio.to_thread(self._prelude)
+            if o.ros1:
+                await self.server.connected()  # type: ignore[attr-defined]
             if started is not None:
                 started.set()
-            print(f"serving {self.source.path} on {self.server.url}", flush=True)
+            if o.ros1:
+                node = self.server.node  # type: ignore[attr-defined]
+                print(f"publishing {self.source.path} into ROS 1 at {node.master_uri} as "
+                      f"{node.caller_id}", flush=True)  # fmt: skip
+            else:
+                print(f"serving {self.source.path} on {self.server.url}", flush=True)
             if o.wait_for_client:
                 await self.server.subscribed.wait()
                 await asyncio.sleep(WAIT_AFTER_SUBSCRIBE_S)
@@ -260,6 +303,8 @@ class Player:
                 self._reader.stop()
             if self.faults is not None:
                 self.report.faults = self.faults.applied
+            if o.ros1:
+                self.report.dropped = self.server.dropped()  # type: ignore[attr-defined]
             await self.server.stop()
 
     async def _play(self) -> None:
@@ -289,6 +334,8 @@ class Player:
         clock.anchor(self.first_ns if first is None else max(self.first_ns, first.log_time))
         try:
             while True:
+                if self.stop_reason is not None:
+                    return
                 batch = await self._next_batch()
                 if batch is None:
                     await server.broadcast_state(ENDED, self.last_ns, clock.rate, False)
@@ -396,17 +443,27 @@ class Player:
             if timed:
                 t.errors.append(handed - self.clock.deadline(r.log_time))
 
+    def _on_shutdown(self, reason: str) -> None:
+        """A ROS node asked ours to shut down: the playback ends (`rosnode kill`)."""
+        self.stop_reason = reason
+        self.report.outcome = "stopped"
+        self.report.error = reason
+        self.interrupted.wake()
+        if self._resume is not None and not self._resume.done():
+            self._resume.set_result(None)
+
     async def _wait_controls(self) -> bool:
-        """Paused or interrupted: apply requests, wait while paused; True after a seek."""
+        """Paused or interrupted: apply requests, wait while paused; True after a seek or
+        when a ROS node stopped the player (the batch is cut short)."""
         seeked = await self._apply_controls()
-        while self.clock.paused and not seeked:
+        while self.clock.paused and not seeked and self.stop_reason is None:
             self.gate.set()
             if not self._pending:
                 self._resume = asyncio.get_running_loop().create_future()
                 await self._resume
                 self._resume = None
             seeked = await self._apply_controls()
-        return seeked
+        return seeked or self.stop_reason is not None
 
     def _idle(self) -> None:
         now = time.perf_counter_ns()
@@ -420,7 +477,8 @@ def play(source: Recording, options: PlayOptions, report: PlayReport) -> None:
     player = Player(source, options, report)
     try:
         asyncio.run(player.run())
-        report.outcome = "ended"
+        if player.stop_reason is None:
+            report.outcome = "ended"
     except KeyboardInterrupt:
         report.outcome = "interrupted"
         report.finished()

@@ -58,8 +58,10 @@ class PlayReport:
     faults_planned: int = 0
     seeks: int = 0
     loops: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    """--ros1: per topic, messages a subscriber that fell behind did not get"""
     outcome: str = "ended"
-    """ended | interrupted | error"""
+    """ended | interrupted | stopped (a ROS node asked) | error"""
     error: str | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
@@ -112,6 +114,7 @@ class PlayReport:
             "rss_jitter_mb": _mb((self.rss_max or 0) - (self.rss_min or 0)),
             "seeks": self.seeks,
             "loops": self.loops,
+            "dropped": dict(sorted(self.dropped.items())),
             "total": total.summary(),
             "topics": {k: v.summary() for k, v in sorted(self.topics.items())},
             "faults_planned": self.faults_planned,
@@ -145,8 +148,10 @@ class PlayReport:
             f"(jitter {d['rss_jitter_mb']} MB), {self.seeks} seeks"
             + (f", {len(self.faults)} faults injected" if self.faults_planned else "")
         )
+        for topic, n in sorted(self.dropped.items()):
+            lines.append(f"{topic}: {n} messages dropped for a subscriber that fell behind")
         if self.error:
-            lines.append(f"error: {self.error}")
+            lines.append(f"{'stopped' if self.outcome == 'stopped' else 'error'}: {self.error}")
         return "\n".join(lines)
 
 

@@ -31,6 +31,7 @@ import contextlib
 import logging
 import struct
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,6 +176,7 @@ class _Server(FoxgloveServer):
             except (ValueError, struct.error) as exc:
                 await self._send_status(client.connection, 2, f"bad playback control: {exc}")
                 return
+            self.owner._controllers.add(client.connection)
             if self.owner.on_playback is not None:
                 self.owner.on_playback(request)
             return
@@ -213,6 +215,8 @@ class PlayServer:
         """set when a client first subscribes to any channel"""
         self._latched: dict[int, deque[tuple[int, bytes]]] = {}
         self._server: _Server | None = None
+        self._controllers: weakref.WeakSet[Any] = weakref.WeakSet()
+        """connections that sent a Playback Control Request (only they get Playback State)"""
 
     async def start(self) -> None:
         caps = ["time"] + (["rangedPlayback"] if self.ranged else [])
@@ -368,12 +372,16 @@ class PlayServer:
     async def broadcast_state(
         self, status: int, time_ns: int, speed: float, did_seek: bool, rid: str | None = None
     ) -> None:
-        """A Playback State to every client (after a request, a seek, or at the end)."""
+        """A Playback State to the clients that sent a Playback Control Request (after a
+        request, a seek, or at the end): the state answers a client's requests, so a client
+        that never sent one (a plain viewer or recorder) gets none (issue 31, item 5)."""
         assert self._server is not None
         if not self.ranged:
             return
         data = playback_state(status, time_ns, speed, did_seek, rid)
         for client in self._server._clients:
+            if client.connection not in self._controllers:
+                continue
             try:
                 await client.connection.send(data)
             except Exception:  # noqa: S112 - a client gone while we sent: the others go on

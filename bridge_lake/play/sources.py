@@ -85,8 +85,9 @@ class DriveSource(Recording):
                 schema = (t.json_title, "jsonschema", t.json_schema or b"", "json", None)
             else:
                 schema = channel_schema(t.type, encoding, stream.types)
-            name, sch_enc, data, msg_enc, _ = schema
-            self.channels[i] = RosChannel(i, t.topic, name, sch_enc, data, msg_enc, t.latched)
+            name, sch_enc, data, msg_enc, md5 = schema
+            meta = {"md5sum": md5} if md5 else {}
+            self.channels[i] = RosChannel(i, t.topic, name, sch_enc, data, msg_enc, t.latched, meta)
         self.start_ns, self.end_ns = stream.start_ns, stream.end_ns
         self.message_count = sum(lane.rows for lane in stream.lanes)
         self._first = stream

@@ -176,6 +176,35 @@ def test_play_pause_seek_speed_from_the_client(tmp_path):
     assert "interrupted" in out and "1 seeks" in out  # Ctrl-C still prints the summary
 
 
+async def _one_controls_one_watches(url: str) -> tuple[Client, Client]:
+    watcher = Client(url)
+    await watcher.connect()
+    controller = Client(url)
+    await controller.connect()
+    await controller.control(True, rid="play")
+    await asyncio.sleep(0.8)
+    await controller.control(False, rid="pause")
+    await asyncio.sleep(0.3)
+    await controller.close()
+    await watcher.close()
+    return controller, watcher
+
+
+def test_playback_state_goes_only_to_the_client_that_asked(tmp_path):
+    """Playback State (opcode 5) answers a Playback Control Request: a client that only
+    subscribed gets the messages but no state frame (issue 31 item 5; the old server sent
+    every state to every client)."""
+    path = write_mcap(tmp_path / "a.mcap", seconds=6.0)
+    player = Player(str(path), "--paused")
+    controller, watcher = asyncio.run(_one_controls_one_watches(player.url))
+    player.proc.send_signal(signal.SIGINT)
+    code, _out, err = player.finish()
+    assert code == 130 and "Traceback" not in err
+    assert {s[4] for s in controller.states} >= {"play", "pause"}
+    assert any(m.topic == "/chatter" for m in watcher.messages), "the watcher is served"
+    assert watcher.states == [], "no opcode 5 reaches a client that never asked"
+
+
 async def _join_and_leave(url: str) -> tuple[Client, Client]:
     a = Client(url)
     await a.connect()

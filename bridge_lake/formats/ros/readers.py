@@ -345,7 +345,8 @@ class BagRecording(Recording):
         if self.kind == "bag1":
             name = c.msgtype.replace("/msg/", "/")
             latched = bool(getattr(c.ext, "latching", 0)) or c.topic in LATCHED_TOPICS
-            return RosChannel(c.id, c.topic, name, "ros1msg", text.encode(), "ros1", latched)
+            meta = {"md5sum": c.digest} if getattr(c, "digest", "") else {}
+            return RosChannel(c.id, c.topic, name, "ros1msg", text.encode(), "ros1", latched, meta)
         fmt = getattr(c.msgdef, "format", None)
         encoding = "ros2idl" if fmt == MessageDefinitionFormat.IDL else "ros2msg"
         if not text:

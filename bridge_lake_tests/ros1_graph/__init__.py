@@ -1,0 +1,138 @@
+"""Real ROS 1 (Debian's roscore, rostopic and roscpp) for tests of `--ros1` output.
+
+`roscore()` runs a private master on a free port in its own process group; `subscriber()`
+builds (once per session) and runs `sub.cpp`, a roscpp subscriber to any type through
+`topic_tools::ShapeShifter`, which reports each message's topic, the datatype and md5sum its
+publisher announced, its arrival time and its bytes: an oracle that shares no code with ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).parent
+LIBS = [
+    "-lroscpp",
+    "-lrosconsole",
+    "-lroscpp_serialization",
+    "-lrostime",
+    "-lxmlrpcpp",
+    "-lcpp_common",
+    "-ltopic_tools",
+    "-lboost_system",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def roscore(home: Path) -> Iterator[dict[str, str]]:
+    """A master on a free port; yields the environment that points ROS 1 tools at it."""
+    port = _free_port()
+    env = dict(
+        os.environ,
+        ROS_MASTER_URI=f"http://127.0.0.1:{port}",
+        ROS_HOME=str(home),
+        ROS_LOG_DIR=str(home),
+        ROS_IP="127.0.0.1",
+    )
+    proc = subprocess.Popen(
+        ["roscore", "-p", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            r = subprocess.run(
+                ["/usr/bin/python3", "/usr/bin/rostopic", "list"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode == 0 and "/rosout" in r.stdout:
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise AssertionError(f"roscore did not start: {r.stderr}")
+            time.sleep(0.3)
+        yield env
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def build_subscriber(out_dir: Path) -> Path:
+    exe = out_dir / "ros1_sub"
+    if not exe.exists():
+        subprocess.run(
+            ["g++", "-O2", "-std=c++17", str(HERE / "sub.cpp"), "-o", str(exe), *LIBS],
+            check=True,
+            capture_output=True,
+        )
+    return exe
+
+
+@dataclass
+class Got:
+    topic: str
+    datatype: str
+    md5sum: str
+    at_ns: int
+    data: bytes
+
+
+class Subscriber:
+    """The roscpp subscriber running on `topics` until `count` messages or `seconds`."""
+
+    def __init__(self, exe: Path, env: dict[str, str], topics: list[str], count: int, seconds):
+        self.proc = subprocess.Popen(
+            [str(exe), str(count), str(seconds), *topics],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def wait_connected(self, env: dict[str, str], topic: str, timeout: float = 20) -> None:
+        """Until the master lists this subscriber on `topic` (so nothing is missed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = subprocess.run(
+                ["/usr/bin/python3", "/usr/bin/rostopic", "info", topic],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if "Subscribers:" in r.stdout and "bl_sub" in r.stdout.split("Subscribers:")[1]:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"subscriber not registered on {topic}")
+
+    def results(self, timeout: float = 120) -> list[Got]:
+        out, _err = self.proc.communicate(timeout=timeout)
+        got = []
+        for line in out.splitlines():
+            topic, dtype, md5, at, hexdata = [*line.split(" "), ""][:5]
+            got.append(Got(topic, dtype, md5, int(at), bytes.fromhex(hexdata)))
+        return got
