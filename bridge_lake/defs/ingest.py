@@ -28,8 +28,8 @@ import dagster as dg
 
 from bridge_lake import settings
 from bridge_lake.defs import launch as launching
-from bridge_lake.defs.inputs import current_inputs, drive_facts, observe
 from bridge_lake.defs.compute_logs import open_instance
+from bridge_lake.defs.inputs import current_inputs, drive_facts, observe
 from bridge_lake.defs.interrupts import StopWatcher
 from bridge_lake.defs.jobs import export_job, lake_job
 from bridge_lake.defs.outcomes import (
