@@ -319,9 +319,10 @@ def launch_drives(batch: Batch, wait: bool) -> list[DriveOutcome] | None:
     if wait and todo and launching.queue_needs_daemon(instance):
         raise launching.LaunchError(
             f"the instance in {instance.root_directory} queues runs and no dagster-daemon is "
-            "running for it, so they would never start: run `dagster dev` (it runs the daemon) "
-            "with the same DAGSTER_HOME, or add --no-wait to only queue them, or leave out "
-            "--launch to run them in this process"
+            "running for it, so they would never start: run `dagster-daemon run -w "
+            "workspace.yaml` (a deployment) or `dagster dev` (it runs one) with the same "
+            "DAGSTER_HOME, or add --no-wait to only queue them, or leave out --launch to run "
+            "them in this process"
         )
     if not todo:
         return []
@@ -338,7 +339,8 @@ def launch_drives(batch: Batch, wait: bool) -> list[DriveOutcome] | None:
         if not wait:
             if launching.queue_needs_daemon(instance):
                 print("  queued: they start once a dagster-daemon runs for this home "
-                      "(`dagster dev`)", file=out)  # fmt: skip
+                      "(`dagster-daemon run -w workspace.yaml`, or `dagster dev`)",
+                      file=out)  # fmt: skip
             print("  not waiting (--no-wait): see them in the UI or `dagster run list`",
                   file=out)  # fmt: skip
             return None
