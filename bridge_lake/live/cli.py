@@ -10,12 +10,6 @@ import sys
 from pathlib import Path
 
 from bridge_lake.cli_common import add_command
-from bridge_lake.export.mapping import default_mapping_path, load_mapping
-from bridge_lake.formats.adtf.follow import load_catalog
-from bridge_lake.live.bridge import POLL_S, LiveBridge, LiveConfig
-from bridge_lake.live.outputs import LiveServer
-from bridge_lake.live.ros1_output import LiveRos1
-from bridge_lake.normalize.adtf_mapping import resolve_mapping
 
 
 def _cmd_live(args: argparse.Namespace) -> int:
@@ -25,6 +19,13 @@ def _cmd_live(args: argparse.Namespace) -> int:
     publish every sample through the export's topic mapping, over a Foxglove WebSocket server
     and into --out (an MCAP flushed per poll). Ends when the file is closed, has not grown for
     --idle-s, or the last part of a folder ended."""
+    from bridge_lake.export.mapping import default_mapping_path, load_mapping
+    from bridge_lake.formats.adtf.follow import load_catalog
+    from bridge_lake.live.bridge import POLL_S, LiveBridge, LiveConfig
+    from bridge_lake.live.outputs import LiveServer
+    from bridge_lake.live.ros1_output import LiveRos1
+    from bridge_lake.normalize.adtf_mapping import resolve_mapping
+
     path = Path(args.path)
     drive_dir = path if path.is_dir() else path.parent
     config = LiveConfig(

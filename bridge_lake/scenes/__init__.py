@@ -9,16 +9,3 @@
 
 The Dagster asset is `bridge_lake.defs.scenes.scene_catalog`; nothing here imports Dagster.
 """
-
-from bridge_lake.scenes.catalog import SceneResult, build_scene_catalog, merge_hits
-from bridge_lake.scenes.rules import SceneParams, SceneRuleError, load_params, load_rules
-
-__all__ = [
-    "SceneParams",
-    "SceneResult",
-    "SceneRuleError",
-    "build_scene_catalog",
-    "load_params",
-    "load_rules",
-    "merge_hits",
-]
