@@ -11,9 +11,10 @@ Dagster home (SQLite, in-process steps: what a user's ingest is) into a fresh la
 code is a `git archive` of its commit (ours: HEAD; the baseline: --baseline, by default
 8bfc156, the code this issue measured) put first on PYTHONPATH, with this venv's packages.
 wait4 gives the child's CPU time (user + system) and peak RSS; the lake's bytes are counted
-per layer on disk; each step's wall time is read from the ingest's log (in-process steps run
-one after the other in one thread, so the steps' walls add up to the run and the remainder
-is the command's fixed cost: imports, loading the definitions, the summary).
+per layer on disk; each step's wall time and the gaps between steps are read from the run's
+event log (in-process steps run one after the other in one thread, so the steps' walls add
+up to the run and the remainder is the command's fixed cost: imports, loading the
+definitions, Dagster's event storage, the summary).
 
 The floor is our readers alone on the same files in one process: every ADTF sample
 (`open_dat(...).samples()`), or for NCLT every Velodyne hit, Hokuyo record and CSV row
@@ -26,9 +27,10 @@ on demand (`bridge-lake export`), so its cost is measured apart as one more figu
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
-import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -42,7 +44,6 @@ BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
 GB = 1e9
 BASELINE = "8bfc156"
-STEP_LINE = re.compile(r'Finished execution of step "([a-z_]+)" in ([0-9.]+)(ms|s)\.')
 LAYERS = ("raw", "normalized", "calibrated", "scenes", "exports")
 
 
@@ -54,6 +55,8 @@ class Run:
     peak_rss_mb: float
     lake: dict[str, int]
     steps: dict[str, float] = field(default_factory=dict)
+    max_gap_s: float = 0.0
+    """the longest time between one step's end and the next one's start"""
 
     @property
     def lake_bytes(self) -> int:
@@ -96,6 +99,33 @@ def lake_layers(lake: Path) -> dict[str, int]:
     return sizes
 
 
+def step_times(home: Path) -> tuple[dict[str, float], float]:
+    """Each step's wall time and the longest gap between steps, from the run's event log
+    (SQLite: the ingest's instance keeps one database per run)."""
+    steps: dict[str, float] = {}
+    gap, last_end = 0.0, None
+    for db in (home / "history" / "runs").glob("*.db"):
+        if db.name == "index.db":
+            continue
+        with sqlite3.connect(db) as con:
+            rows = con.execute(
+                "select dagster_event_type, step_key, timestamp from event_logs where "
+                "dagster_event_type in ('STEP_START', 'STEP_SUCCESS') order by id"
+            ).fetchall()
+        started: dict[str, datetime.datetime] = {}
+        for kind, step, stamp in rows:
+            t = datetime.datetime.fromisoformat(stamp)
+            if kind == "STEP_START":
+                started[step] = t
+                if last_end is not None:
+                    gap = max(gap, (t - last_end).total_seconds())
+            else:
+                steps[step] = steps.get(step, 0.0) + (t - started[step]).total_seconds()
+                last_end = t
+        last_end = None
+    return steps, gap
+
+
 def ingest(code: str, src: Path, landing: Path, work: Path) -> Run:
     """One `bridge-lake ingest` of the landing zone by the code in `src`, fresh home and lake."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"{code}-", dir=work))
@@ -115,10 +145,7 @@ def ingest(code: str, src: Path, landing: Path, work: Path) -> Run:
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{code}: ingest failed:\n{out[-3000:]}")
-    steps: dict[str, float] = {}
-    for log in (home / "logs").glob("ingest-*.log"):
-        for name, value, unit in STEP_LINE.findall(log.read_text(errors="replace")):
-            steps[name] = steps.get(name, 0.0) + float(value) / (1000 if unit == "ms" else 1)
+    steps, gap = step_times(home)
     run = Run(
         code,
         usage.ru_utime + usage.ru_stime,
@@ -126,6 +153,7 @@ def ingest(code: str, src: Path, landing: Path, work: Path) -> Run:
         usage.ru_maxrss / 1024,
         lake_layers(lake),
         steps,
+        gap,
     )
     shutil.rmtree(run_dir)
     return run
@@ -231,6 +259,8 @@ def report(source: str, raw: int, ours: list[Run], base: list[Run], floor: float
     figure(f"{source} lake / raw", best_o.lake_bytes / raw, best_b.lake_bytes / raw, "x",
            more_is_better=False, baseline_name=BASELINE)  # fmt: skip
     figure(f"{source} peak RSS", best_o.peak_rss_mb, best_b.peak_rss_mb, "MB",
+           more_is_better=False, baseline_name=BASELINE)  # fmt: skip
+    figure(f"{source} longest gap between steps", best_o.max_gap_s, best_b.max_gap_s, "s",
            more_is_better=False, baseline_name=BASELINE)  # fmt: skip
     figure(f"{source} readers alone", floor / gb, None, "CPU s/GB")
 
