@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -111,8 +112,17 @@ class Subscriber:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert self.proc.stdout is not None
+        assert self.proc.stdout is not None and self.proc.stderr is not None
         assert self.proc.stdout.readline().strip() == "ready"
+        # drained as they come: a full pipe would block the callback and delay the arrivals
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._drains = [
+            threading.Thread(target=self._out.extend, args=(self.proc.stdout,), daemon=True),
+            threading.Thread(target=self._err.extend, args=(self.proc.stderr,), daemon=True),
+        ]
+        for t in self._drains:
+            t.start()
 
     def wait_connected(self, env: dict[str, str], topic: str, timeout: float = 20) -> None:
         """Until the master lists this subscriber on `topic` (so nothing is missed)."""
@@ -130,9 +140,11 @@ class Subscriber:
         raise AssertionError(f"subscriber not registered on {topic}")
 
     def results(self, timeout: float = 120) -> list[Got]:
-        out, _err = self.proc.communicate(timeout=timeout)
+        self.proc.wait(timeout=timeout)
+        for t in self._drains:
+            t.join(timeout)
         got = []
-        for line in out.splitlines():
+        for line in "".join(self._out).splitlines():
             topic, dtype, md5, at, hexdata = [*line.split(" "), ""][:5]
             got.append(Got(topic, dtype, md5, int(at), bytes.fromhex(hexdata)))
         return got
