@@ -9,6 +9,8 @@ publisher announced, its arrival time and its bytes: an oracle that shares no co
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -29,6 +31,35 @@ LIBS = [
     "-ltopic_tools",
     "-lboost_system",
 ]
+
+NEEDED = (
+    "/usr/bin/roscore",
+    "/usr/bin/rosbag",
+    "/usr/bin/rostopic",
+    "/usr/include/ros/ros.h",
+    "/usr/include/topic_tools/shape_shifter.h",
+)
+"""What the ROS 1 tests run: Debian's ros-core, python3-rosbag, libroscpp-dev and
+libtopic-tools-dev (`make ros1` installs them)."""
+
+
+def require() -> None:
+    """The one rule for every test that needs ROS 1: run where it is installed; skip, with
+    that reason, only where apt offers no ROS 1 packages (not Debian); fail where apt has them
+    but they are not installed, so CI on Debian cannot pass by skipping."""
+    import pytest
+
+    missing = [p for p in NEEDED if not Path(p).exists()]
+    if not missing:
+        return
+    try:
+        apt = subprocess.run(["apt-cache", "show", "ros-core"], capture_output=True, text=True)
+        offered = apt.returncode == 0 and "Package: ros-core" in apt.stdout
+    except FileNotFoundError:
+        offered = False
+    if not offered:
+        pytest.skip("ROS 1 is not installed and apt has no ROS 1 packages here (not Debian)")
+    pytest.fail(f"ROS 1 is not installed (no {', '.join(missing)}): run `make ros1`")
 
 
 def _free_port() -> int:
@@ -136,3 +167,46 @@ class Subscriber:
             topic, dtype, md5, at, hexdata = [*line.split(" "), ""][:5]
             got.append(Got(topic, dtype, md5, int(at), bytes.fromhex(hexdata)))
         return got
+
+
+def rosbag_check(path: Path) -> subprocess.CompletedProcess:
+    """`rosbag check` (Debian's ROS 1): exit 0 on a bag ROS reads, a traceback otherwise."""
+    return subprocess.run(
+        ["/usr/bin/python3", "/usr/bin/rosbag", "check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def rosbag_read(path: Path) -> dict[str, dict]:
+    """Per topic, what rosbag's Python API reads message by message (`rosbag_read.py`):
+    type, md5sum, messages, sha256 of the raw and of the re-serialized deserialized bytes."""
+    r = subprocess.run(
+        ["/usr/bin/python3", str(HERE / "rosbag_read.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        raise AssertionError(f"rosbag cannot read {path}:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout)
+
+
+def rosbags_read(path: Path) -> dict[str, dict]:
+    """The same per-topic facts from rosbags (pure Python, ours to use but not to trust
+    alone: it reads LZ4 frames roslz4 refuses)."""
+    from rosbags.rosbag1 import Reader
+
+    out: dict[str, dict] = {}
+    hashes: dict[str, hashlib._Hash] = {}
+    with Reader(path) as reader:
+        for c in reader.connections:
+            out.setdefault(c.topic, {"type": c.msgtype.replace("/msg/", "/"), "md5sum": c.digest})
+            out[c.topic]["messages"] = 0
+        for c, _t, data in reader.messages():
+            out[c.topic]["messages"] += 1
+            hashes.setdefault(c.topic, hashlib.sha256()).update(data)
+    for topic, h in hashes.items():
+        out[topic]["raw"] = h.hexdigest()
+    return out
