@@ -89,3 +89,13 @@ def synthetic_lake(tmp_path_factory: pytest.TempPathFactory):
     from bridge_lake_tests.support import build_lake
 
     return build_lake(tmp_path_factory.mktemp("synthetic_lake"))
+
+
+@pytest.fixture(scope="session")
+def ros1() -> None:
+    """Debian's ROS 1 (roscore, rosbag, roscpp): tests use it with
+    `pytestmark = pytest.mark.usefixtures("ros1")`; see `ros1_graph.require` for when they
+    skip."""
+    from bridge_lake_tests.ros1_graph import require
+
+    require()

@@ -8,7 +8,9 @@ message records of a whole batch with numpy (the same bytes `write` produces: a 
 op, conn and time fields, the data length, the data), appends them to rosbags' open chunk,
 closes chunks at the same threshold rule, and writes each chunk's index with one call. The
 bag header, connections, chunk records and the summary stay rosbags' own code; a test
-checks the file is byte-identical to the one rosbags writes message by message.
+checks the file is byte-identical to the one rosbags writes message by message. Chunks are
+compressed by `formats.ros.compression.compress`, whose LZ4 frames ROS's roslz4 reads
+(rosbags' own are refused by `rosbag check`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rosbags.rosbag1.reader import RecordType
 from rosbags.rosbag1.writer import MAXSIZE, Header, WriteChunk, serialize_uint32
 
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join, ragged_part
+from bridge_lake.formats.ros import compression as comp
 
 NS_PER_S = 1_000_000_000
 _RECORD = np.dtype(
@@ -130,7 +133,9 @@ class BulkBag1Writer(Writer):
         header.set_string("compression", self.compression_format)
         header.set_uint32("size", size)
         header.write(self.bio, RecordType.CHUNK)
-        data = self.compressor(chunk.data.getvalue())
+        # not rosbags' compressor: its LZ4 frames are ones roslz4 (rosbag) cannot read
+        with chunk.data.getbuffer() as content:  # released before the chunk is closed
+            data = comp.compress(self.compression_format, content)
         self.bio.write(serialize_uint32(len(data)))
         self.bio.write(data)
         for cid, items in chunk.connections.items():

@@ -1,5 +1,6 @@
 """The batch path of the ROS 1 bag writer writes the very bytes rosbags' own writer writes
-message by message, read back by rosbags' reader: every chunking and compression."""
+message by message (given our chunk codec: rosbags' LZ4 frames are ones ROS cannot read),
+read back by rosbags' reader: every chunking and compression."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from bridge_lake.export.bag1_writer import BulkBag1Writer
 from bridge_lake.export.messages.serialized import Serialized
+from bridge_lake.formats.ros import compression as comp
 
 STORE = get_typestore(Stores.ROS1_NOETIC)
 
@@ -29,6 +31,7 @@ def write(cls, path, compression, threshold, batches, *, batch: bool) -> bytes:
     w = cls(path)
     if compression:
         w.set_compression(compression)
+        w.compressor = lambda data: comp.compress(w.compression_format, data)
     w.chunk_threshold = threshold
     w.open()
     conns = [w.add_connection(f"/t{i}", "std_msgs/msg/String", typestore=STORE) for i in range(3)]
@@ -42,7 +45,9 @@ def write(cls, path, compression, threshold, batches, *, batch: bool) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.parametrize("compression", [None, Writer.CompressionFormat.LZ4])
+@pytest.mark.parametrize(
+    "compression", [None, Writer.CompressionFormat.LZ4, Writer.CompressionFormat.BZ2]
+)
 @pytest.mark.parametrize("threshold", [1, 2_000, 1 << 20])
 def test_batches_write_the_bytes_rosbags_writes(tmp_path, compression, threshold) -> None:
     rng = np.random.default_rng(threshold)

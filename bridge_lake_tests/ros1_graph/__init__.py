@@ -9,6 +9,8 @@ publisher announced, its arrival time and its bytes: an oracle that shares no co
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -30,6 +32,35 @@ LIBS = [
     "-ltopic_tools",
     "-lboost_system",
 ]
+
+NEEDED = (
+    "/usr/bin/roscore",
+    "/usr/bin/rosbag",
+    "/usr/bin/rostopic",
+    "/usr/include/ros/ros.h",
+    "/usr/include/topic_tools/shape_shifter.h",
+)
+"""What the ROS 1 tests run: Debian's ros-core, python3-rosbag, libroscpp-dev and
+libtopic-tools-dev (`make ros1` installs them)."""
+
+
+def require() -> None:
+    """The one rule for every test that needs ROS 1: run where it is installed; skip, with
+    that reason, only where apt offers no ROS 1 packages (not Debian); fail where apt has them
+    but they are not installed, so CI on Debian cannot pass by skipping."""
+    import pytest
+
+    missing = [p for p in NEEDED if not Path(p).exists()]
+    if not missing:
+        return
+    try:
+        apt = subprocess.run(["apt-cache", "show", "ros-core"], capture_output=True, text=True)
+        offered = apt.returncode == 0 and "Package: ros-core" in apt.stdout
+    except FileNotFoundError:
+        offered = False
+    if not offered:
+        pytest.skip("ROS 1 is not installed and apt has no ROS 1 packages here (not Debian)")
+    pytest.fail(f"ROS 1 is not installed (no {', '.join(missing)}): run `make ros1`")
 
 
 def _free_port() -> int:
@@ -126,18 +157,7 @@ class Subscriber:
 
     def wait_connected(self, env: dict[str, str], topic: str, timeout: float = 20) -> None:
         """Until the master lists this subscriber on `topic` (so nothing is missed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = subprocess.run(
-                ["/usr/bin/python3", "/usr/bin/rostopic", "info", topic],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if "Subscribers:" in r.stdout and "bl_sub" in r.stdout.split("Subscribers:")[1]:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"subscriber not registered on {topic}")
+        _wait_subscribed(env, topic, "bl_sub", timeout)
 
     def results(self, timeout: float = 120) -> list[Got]:
         self.proc.wait(timeout=timeout)
@@ -148,3 +168,107 @@ class Subscriber:
             topic, dtype, md5, at, hexdata = [*line.split(" "), ""][:5]
             got.append(Got(topic, dtype, md5, int(at), bytes.fromhex(hexdata)))
         return got
+
+
+def rosbag_check(path: Path) -> subprocess.CompletedProcess:
+    """`rosbag check` (Debian's ROS 1): exit 0 on a bag ROS reads, a traceback otherwise."""
+    return _rosbag("check", str(path))
+
+
+def rosbag_read(path: Path) -> dict[str, dict]:
+    """Per topic, what rosbag's Python API reads message by message (`rosbag_read.py`):
+    type, md5sum, messages, sha256 of the raw and of the re-serialized deserialized bytes."""
+    r = subprocess.run(
+        ["/usr/bin/python3", str(HERE / "rosbag_read.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        raise AssertionError(f"rosbag cannot read {path}:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout)
+
+
+def rosbags_read(path: Path) -> dict[str, dict]:
+    """The same per-topic facts from rosbags (pure Python, ours to use but not to trust
+    alone: it reads LZ4 frames roslz4 refuses)."""
+    from rosbags.rosbag1 import Reader
+
+    out: dict[str, dict] = {}
+    hashes: dict[str, hashlib._Hash] = {}
+    with Reader(path) as reader:
+        for c in reader.connections:
+            out.setdefault(c.topic, {"type": c.msgtype.replace("/msg/", "/"), "md5sum": c.digest})
+            out[c.topic]["messages"] = 0
+        for c, _t, data in reader.messages():
+            out[c.topic]["messages"] += 1
+            hashes.setdefault(c.topic, hashlib.sha256()).update(data)
+    for topic, h in hashes.items():
+        out[topic]["raw"] = h.hexdigest()
+    return out
+
+
+def _rosbag(*args: str, env: dict[str, str] | None = None, timeout: float = 300):
+    return subprocess.run(
+        ["/usr/bin/python3", "/usr/bin/rosbag", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def rosbag_compress(src: Path, out: Path, compression: str) -> Path:
+    """`rosbag compress --lz4|--bz2` of a copy of `src`: chunks as ROS's Python writer
+    (roslz4 / bz2) writes them."""
+    out.write_bytes(src.read_bytes())
+    r = _rosbag("compress", f"--{compression}", "-q", str(out))
+    if r.returncode != 0:
+        raise AssertionError(f"rosbag compress failed: {r.stderr[-2000:]}")
+    out.with_name(out.stem + ".orig.bag").unlink()
+    return out
+
+
+def rosbag_record(
+    env: dict[str, str], src: Path, topics: list[str], out: Path, *args: str
+) -> Path:
+    """What `rosbag record ARGS` (ROS's C++ recorder) writes while `rosbag play` plays `src`
+    into the master of `env`."""
+    rec = subprocess.Popen(
+        ["/usr/bin/python3", "/usr/bin/rosbag", "record", *args, "-O", str(out), *topics],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for topic in topics:  # subscribed before anything is played
+            _wait_subscribed(env, topic, "record_")
+        play = _rosbag("play", "--wait-for-subscribers", str(src), env=env)
+        if play.returncode != 0:
+            raise AssertionError(f"rosbag play failed: {play.stderr[-2000:]}")
+        time.sleep(1.0)  # the recorder's queue drains into the file
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(rec.pid, signal.SIGINT)
+        _, err = rec.communicate(timeout=30)
+    if not out.is_file():
+        raise AssertionError(f"rosbag record wrote nothing: {err[-2000:]}")
+    return out
+
+
+def _wait_subscribed(env: dict[str, str], topic: str, node: str, timeout: float = 20) -> None:
+    """Until the master lists a subscriber named `node`... on `topic`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = subprocess.run(
+            ["/usr/bin/python3", "/usr/bin/rostopic", "info", topic],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if "Subscribers:" in r.stdout and node in r.stdout.split("Subscribers:")[1]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{node} not subscribed to {topic}")

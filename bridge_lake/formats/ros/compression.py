@@ -162,14 +162,26 @@ def _stepped(
     return bytes(out)
 
 
-def compress(compression: str, data: bytes) -> bytes:
-    """A chunk rebuilt from the whole records of a cut one, in the compression it had."""
+def compress(compression: str, data: bytes | memoryview) -> bytes:
+    """A chunk's bytes in `compression`: every bag1 chunk we write and every chunk recover
+    rebuilds. LZ4 is the frame roslz4 (ROS 1's rosbag) reads: a content checksum, no content
+    size in the header and independent blocks (4 MB at most, as ROS writes them). Measured
+    with Debian's roslz4: a stated size, a missing checksum, or linked blocks in a chunk of
+    more than one block each fail with "malformed data to decompress" (lz4's defaults and
+    rosbags' writer do all three). Other LZ4 readers (rosbags, mcap) read this frame too."""
     if compression in NONE:
-        return data
+        return bytes(data)
     if compression == "zstd":
         return zstandard.ZstdCompressor().compress(data)
     if compression == "lz4":
-        return lz4.frame.compress(data)
+        return lz4.frame.compress(
+            data,
+            compression_level=0,
+            block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+            block_linked=False,
+            content_checksum=True,
+            store_size=False,
+        )
     if compression == "bz2":
         return bz2.compress(data, 9)
     raise DecompressError(f"unknown compression {compression!r}")
