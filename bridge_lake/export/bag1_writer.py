@@ -134,7 +134,8 @@ class BulkBag1Writer(Writer):
         header.set_uint32("size", size)
         header.write(self.bio, RecordType.CHUNK)
         # not rosbags' compressor: its LZ4 frames are ones roslz4 (rosbag) cannot read
-        data = comp.compress(self.compression_format, chunk.data.getbuffer())
+        with chunk.data.getbuffer() as content:  # released before the chunk is closed
+            data = comp.compress(self.compression_format, content)
         self.bio.write(serialize_uint32(len(data)))
         self.bio.write(data)
         for cid, items in chunk.connections.items():

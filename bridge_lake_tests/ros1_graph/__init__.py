@@ -147,18 +147,7 @@ class Subscriber:
 
     def wait_connected(self, env: dict[str, str], topic: str, timeout: float = 20) -> None:
         """Until the master lists this subscriber on `topic` (so nothing is missed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = subprocess.run(
-                ["/usr/bin/python3", "/usr/bin/rostopic", "info", topic],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if "Subscribers:" in r.stdout and "bl_sub" in r.stdout.split("Subscribers:")[1]:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"subscriber not registered on {topic}")
+        _wait_subscribed(env, topic, "bl_sub", timeout)
 
     def results(self, timeout: float = 120) -> list[Got]:
         out, _err = self.proc.communicate(timeout=timeout)
@@ -171,12 +160,7 @@ class Subscriber:
 
 def rosbag_check(path: Path) -> subprocess.CompletedProcess:
     """`rosbag check` (Debian's ROS 1): exit 0 on a bag ROS reads, a traceback otherwise."""
-    return subprocess.run(
-        ["/usr/bin/python3", "/usr/bin/rosbag", "check", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return _rosbag("check", str(path))
 
 
 def rosbag_read(path: Path) -> dict[str, dict]:
@@ -210,3 +194,67 @@ def rosbags_read(path: Path) -> dict[str, dict]:
     for topic, h in hashes.items():
         out[topic]["raw"] = h.hexdigest()
     return out
+
+
+def _rosbag(*args: str, env: dict[str, str] | None = None, timeout: float = 300):
+    return subprocess.run(
+        ["/usr/bin/python3", "/usr/bin/rosbag", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def rosbag_compress(src: Path, out: Path, compression: str) -> Path:
+    """`rosbag compress --lz4|--bz2` of a copy of `src`: chunks as ROS's Python writer
+    (roslz4 / bz2) writes them."""
+    out.write_bytes(src.read_bytes())
+    r = _rosbag("compress", f"--{compression}", "-q", str(out))
+    if r.returncode != 0:
+        raise AssertionError(f"rosbag compress failed: {r.stderr[-2000:]}")
+    out.with_name(out.stem + ".orig.bag").unlink()
+    return out
+
+
+def rosbag_record(env: dict[str, str], src: Path, topics: list[str], out: Path, *args: str) -> Path:
+    """What `rosbag record ARGS` (ROS's C++ recorder) writes while `rosbag play` plays `src`
+    into the master of `env`."""
+    rec = subprocess.Popen(
+        ["/usr/bin/python3", "/usr/bin/rosbag", "record", *args, "-O", str(out), *topics],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for topic in topics:  # subscribed before anything is played
+            _wait_subscribed(env, topic, "record_")
+        play = _rosbag("play", "--wait-for-subscribers", str(src), env=env)
+        if play.returncode != 0:
+            raise AssertionError(f"rosbag play failed: {play.stderr[-2000:]}")
+        time.sleep(1.0)  # the recorder's queue drains into the file
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(rec.pid, signal.SIGINT)
+        _, err = rec.communicate(timeout=30)
+    if not out.is_file():
+        raise AssertionError(f"rosbag record wrote nothing: {err[-2000:]}")
+    return out
+
+
+def _wait_subscribed(env: dict[str, str], topic: str, node: str, timeout: float = 20) -> None:
+    """Until the master lists a subscriber named `node`... on `topic`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = subprocess.run(
+            ["/usr/bin/python3", "/usr/bin/rostopic", "info", topic],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if "Subscribers:" in r.stdout and node in r.stdout.split("Subscribers:")[1]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{node} not subscribed to {topic}")
