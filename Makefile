@@ -6,7 +6,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 # `dagster dev` / `definitions validate` point to `dg` (another package); ours work in 1.13
 SUPERSEDED := ignore:Function `dev_command` is superseded,ignore:Function `definitions_validate_command` is superseded
 
-.PHONY: install chromium postgres redis demo test lint format validate dev bench bench-smoke fuzz clean
+.PHONY: install chromium postgres redis ros1 demo test lint format validate dev bench bench-smoke fuzz clean
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -47,8 +47,25 @@ redis:
 	  else echo "install Redis (e.g. 'sudo apt-get install redis-server') to run the tests"; \
 	    exit 1; fi; }
 
-## test: the full test suite (with the integration tests, which need postgres and redis)
-test: install chromium postgres redis
+## ros1: Debian's ROS 1 for the ROS 1 tests (roscore, rosbag and its Python API, roscpp,
+## topic_tools, g++ for their subscriber; root). Where apt has no ROS 1 (not Debian) they skip.
+ROS1_PACKAGES := ros-core python3-rosbag libroscpp-dev libtopic-tools-dev g++
+ros1:
+	@{ test -x /usr/bin/roscore && test -x /usr/bin/rosbag && command -v g++ >/dev/null && \
+	   test -f /usr/include/topic_tools/shape_shifter.h; } || { \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "no apt-get: the ROS 1 tests will skip (they need Debian's ROS 1)"; \
+	  elif [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq; \
+	    if apt-cache show ros-core >/dev/null 2>&1; then \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ROS1_PACKAGES); \
+	    else echo "apt has no ROS 1 packages (not Debian): the ROS 1 tests will skip"; fi; \
+	  elif apt-cache show ros-core >/dev/null 2>&1; then \
+	    echo "install ROS 1 (sudo apt-get install $(ROS1_PACKAGES)) to run the tests"; exit 1; \
+	  else echo "apt has no ROS 1 packages (not Debian): the ROS 1 tests will skip"; fi; }
+
+## test: the full test suite (with the integration tests, which need postgres, redis, ROS 1)
+test: install chromium postgres redis ros1
 	$(BIN)/python -m pytest
 
 lint: install
