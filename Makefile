@@ -47,19 +47,24 @@ redis:
 	  else echo "install Redis (e.g. 'sudo apt-get install redis-server') to run the tests"; \
 	    exit 1; fi; }
 
-## ros1: Debian's ROS 1 (roscore, rosbag, roscpp), the judge of our bags and --ros1 (root);
-## where apt has no ROS 1 packages (not Debian) the ROS 1 tests skip with that reason
+## ros1: Debian's ROS 1 for the ROS 1 tests (roscore, rosbag and its Python API, roscpp,
+## topic_tools, g++ for their subscriber; root). Where apt has no ROS 1 (not Debian) they skip.
+ROS1_PACKAGES := ros-core python3-rosbag libroscpp-dev libtopic-tools-dev g++
 ros1:
-	@test -x /usr/bin/rosbag -a -f /usr/include/topic_tools/shape_shifter.h || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	@{ test -x /usr/bin/roscore && test -x /usr/bin/rosbag && command -v g++ >/dev/null && \
+	   test -f /usr/include/topic_tools/shape_shifter.h; } || { \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "no apt-get: the ROS 1 tests will skip (they need Debian's ROS 1)"; \
+	  elif [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq; \
 	    if apt-cache show ros-core >/dev/null 2>&1; then \
-	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ros-core python3-rosbag \
-	        libroscpp-dev libtopic-tools-dev; \
-	    else echo "apt has no ROS 1 packages here: the ROS 1 tests skip"; fi; \
-	  else echo "install ROS 1 (e.g. 'sudo apt-get install ros-core python3-rosbag libroscpp-dev libtopic-tools-dev') to run its tests"; fi; }
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ROS1_PACKAGES); \
+	    else echo "apt has no ROS 1 packages (not Debian): the ROS 1 tests will skip"; fi; \
+	  elif apt-cache show ros-core >/dev/null 2>&1; then \
+	    echo "install ROS 1 (sudo apt-get install $(ROS1_PACKAGES)) to run the tests"; exit 1; \
+	  else echo "apt has no ROS 1 packages (not Debian): the ROS 1 tests will skip"; fi; }
 
-## test: the full test suite (with the integration tests, which need postgres and redis)
+## test: the full test suite (with the integration tests, which need postgres, redis, ROS 1)
 test: install chromium postgres redis ros1
 	$(BIN)/python -m pytest
 

@@ -179,14 +179,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from bridge_lake.export.exporter import ExportRequest, export_drive, export_tum
+    from bridge_lake.export.names import output_format
 
+    fmt = output_format(args.out, args.format)
     lake = lake_from_args(args)
-    if args.format == "tum":
+    if fmt == "tum":
         for path in export_tum(lake, args.drive, args.out, force=args.force):
             print(f"wrote {path}")
         return 0
     request = ExportRequest(
-        format=args.format,
+        format=fmt,
         encoding=args.encoding,
         topics=args.topics,
         start=args.start,
@@ -399,8 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         choices=("mcap", "bag2", "bag1", "tum"),
-        default="mcap",
-        help="mcap (Foxglove), bag2 (ros2 bag play), bag1 (rosbag play) or tum (trajectories)",
+        help="mcap (Foxglove), bag2 (ros2 bag play), bag1 (rosbag play) or tum (trajectories); "
+        "default: what --out's suffix names (.bag: bag1, .mcap: mcap), else mcap",
     )
     p.add_argument(
         "--encoding",

@@ -36,6 +36,7 @@ from bridge_lake.export.mapping import (
     TopicRule,
 )
 from bridge_lake.export.messages import ExportTypes, Serialized
+from bridge_lake.export.names import output_format
 from bridge_lake.export.prefetch import prefetch
 from bridge_lake.export.source import Batch, Builder, ExportError, Lane, dataset, lane_filter
 from bridge_lake.export.trim import ALWAYS, Window, select_topics, window, windows
@@ -507,6 +508,7 @@ def export_drive(
     reuse_large_frees()
     encoding, compression = _check_request(request)
     out = Path(out)
+    output_format(out, request.format)  # a .bag or .mcap name must not say otherwise
     if out.exists() and not request.force:
         raise ExportError(f"{out} exists; pass --force to overwrite it")
     if not out.parent.is_dir():

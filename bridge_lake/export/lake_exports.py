@@ -24,13 +24,11 @@ from bridge_lake.export.context import DriveContext
 from bridge_lake.export.exporter import ExportRequest, ExportResult, export_drive
 from bridge_lake.export.health import FileHealth, Kind, Problem, check_file
 from bridge_lake.export.mapping import MappingError
+from bridge_lake.export.names import SUFFIX
 from bridge_lake.lake import Lake
 from bridge_lake.lake.paths import exports_dir
 from bridge_lake.lake.schemas import ADTF_PAYLOADS, GENERIC_PREFIX, RAW_DRIVES, RAW_EXPORT_MAPPING
 from bridge_lake.lake.storage import replace_local
-
-SUFFIX = {"mcap": ".mcap", "bag1": ".bag", "bag2": ""}
-"""File name suffix per format (a ROS 2 bag is a folder)."""
 
 
 def drive_mapping(lake: Lake, drive: str, folder: Path) -> Path | None:

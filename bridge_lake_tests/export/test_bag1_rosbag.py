@@ -46,6 +46,20 @@ def test_every_compression_passes_rosbag_check_and_reads_deserialized(
         assert (r["type"], r["md5sum"]) == (ours[topic]["type"], ours[topic]["md5sum"]), topic
 
 
+def test_out_x_bag_without_format_is_a_bag_rosbag_opens(synthetic_lake, tmp_path, capsys):
+    from bridge_lake.cli import main
+
+    drive = synthetic_lake.drives["nclt"].drive_id
+    out = tmp_path / "x.bag"
+    args = ["--drive", drive, "--out", str(out), "--end", "2", "--quiet"]
+    assert main(["export", "--lake", str(synthetic_lake.lake.root), *args]) == 0
+    info = subprocess.run(
+        ["/usr/bin/python3", "/usr/bin/rosbag", "info", str(out)], capture_output=True, text=True
+    )
+    assert info.returncode == 0 and "compression:  lz4" in info.stdout, info.stderr
+    assert rosbag_check(out).returncode == 0
+
+
 def test_rosbag_play_of_an_lz4_export_reaches_roscpp_byte_for_byte(synthetic_lake, tmp_path):
     drive = synthetic_lake.drives["adtf"].drive_id
     path = tmp_path / "window.bag"

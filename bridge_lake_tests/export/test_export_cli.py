@@ -196,3 +196,52 @@ def test_the_same_mapping_from_two_places_gives_the_same_bytes(synthetic_lake, t
         meta = dict(rec.metadata())["bridge_lake.export"]
     assert meta["mapping_file"] == "mine.yaml" and meta["mapping_shipped"] == "false"
     assert len(meta["mapping_sha256"]) == 64 and str(tmp_path) not in str(meta)
+
+
+@pytest.mark.parametrize(
+    ("name", "magic"),
+    [("x.bag", b"#ROSBAG V2.0\n"), ("X.BAG", b"#ROSBAG V2.0\n"), ("x.mcap", b"\x89MCAP0\r\n")],
+)
+def test_the_out_suffix_picks_the_format(synthetic_lake, tmp_path, capsys, name, magic):
+    """--out x.bag without --format is a ROS 1 bag (it was an MCAP under that name; real
+    `rosbag` reads it: test_bag1_rosbag), x.mcap an MCAP."""
+    lake, drive = synthetic_lake.lake, synthetic_lake.drives["nclt"].drive_id
+    out = tmp_path / name
+    args = ["export", "--lake", lake.root, "--drive", drive, "--out", out, "--quiet"]
+    rc, stdout, err = run(capsys, *args, "--topics", "/imu/data", "--end", "2")
+    assert rc == 0, err
+    assert out.read_bytes()[: len(magic)] == magic
+    want = "bag1 (ros1)" if magic.startswith(b"#ROSBAG") else "mcap (ros2)"
+    assert f": {want}," in stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "says"),
+    [
+        ("x.bag", "mcap", "--out x.bag names a ROS 1 bag (--format bag1), but --format is mcap: "
+         "name it x.mcap, or leave out --format"),
+        ("x.mcap", "bag1", "--out x.mcap names an MCAP file (--format mcap), but --format is "
+         "bag1: name it x.bag, or leave out --format"),
+        ("x.bag", "bag2", "a ROS 2 bag is a folder: give it a name without a suffix"),
+        ("x.mcap", "tum", "TUM trajectories go into a folder"),
+    ],
+)  # fmt: skip
+def test_a_suffix_that_contradicts_the_format_is_refused(
+    synthetic_lake, tmp_path, capsys, name, fmt, says
+):
+    lake, drive = synthetic_lake.lake, synthetic_lake.drives["nclt"].drive_id
+    out = tmp_path / name
+    rc, _, err = run(capsys, "export", "--lake", lake.root, "--drive", drive, "--out", out,
+                     "--format", fmt, "--quiet")  # fmt: skip
+    assert rc == 2 and says in err and err.count("\n") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_api_refuses_a_name_that_contradicts_the_request(synthetic_lake, tmp_path):
+    from bridge_lake.export.exporter import ExportRequest, export_drive
+    from bridge_lake.export.source import ExportError
+
+    drive = synthetic_lake.drives["nclt"].drive_id
+    with pytest.raises(ExportError, match="names a ROS 1 bag"):
+        export_drive(synthetic_lake.lake, drive, tmp_path / "x.bag", ExportRequest())
+    assert list(tmp_path.iterdir()) == []

@@ -16,6 +16,8 @@ from bridge_lake_tests.live.live_support import DRIVE_YAML, ENV, mcap_messages
 from bridge_lake_tests.play.test_play_ros1 import _fields
 from bridge_lake_tests.ros1_graph import Subscriber, build_subscriber, roscore
 
+pytestmark = pytest.mark.usefixtures("ros1")
+
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:

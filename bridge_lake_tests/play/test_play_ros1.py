@@ -14,6 +14,8 @@ import pytest
 from bridge_lake_tests.play.support import REPO, write_bag1, write_mcap
 from bridge_lake_tests.ros1_graph import Subscriber, build_subscriber, roscore
 
+pytestmark = pytest.mark.usefixtures("ros1")
+
 
 @pytest.fixture(scope="module")
 def sub_exe(tmp_path_factory):

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,9 +40,10 @@ NEEDED = (
     "/usr/bin/rostopic",
     "/usr/include/ros/ros.h",
     "/usr/include/topic_tools/shape_shifter.h",
+    "g++",
 )
-"""What the ROS 1 tests run: Debian's ros-core, python3-rosbag, libroscpp-dev and
-libtopic-tools-dev (`make ros1` installs them)."""
+"""What the ROS 1 tests run: Debian's ros-core, python3-rosbag, libroscpp-dev,
+libtopic-tools-dev and g++ (`make ros1` installs them)."""
 
 
 def require() -> None:
@@ -50,7 +52,7 @@ def require() -> None:
     but they are not installed, so CI on Debian cannot pass by skipping."""
     import pytest
 
-    missing = [p for p in NEEDED if not Path(p).exists()]
+    missing = [p for p in NEEDED if not (Path(p).exists() if "/" in p else shutil.which(p))]
     if not missing:
         return
     try:
@@ -143,9 +145,10 @@ class Subscriber:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == "ready"
         # drained as they come: a full pipe would block the callback and delay the arrivals
+        assert self.proc.stderr is not None
         self._out: list[str] = []
         self._err: list[str] = []
         self._drains = [
@@ -163,8 +166,9 @@ class Subscriber:
         self.proc.wait(timeout=timeout)
         for t in self._drains:
             t.join(timeout)
+        out = "".join(self._out)
         got = []
-        for line in "".join(self._out).splitlines():
+        for line in out.splitlines():
             topic, dtype, md5, at, hexdata = [*line.split(" "), ""][:5]
             got.append(Got(topic, dtype, md5, int(at), bytes.fromhex(hexdata)))
         return got
@@ -229,9 +233,7 @@ def rosbag_compress(src: Path, out: Path, compression: str) -> Path:
     return out
 
 
-def rosbag_record(
-    env: dict[str, str], src: Path, topics: list[str], out: Path, *args: str
-) -> Path:
+def rosbag_record(env: dict[str, str], src: Path, topics: list[str], out: Path, *args: str) -> Path:
     """What `rosbag record ARGS` (ROS's C++ recorder) writes while `rosbag play` plays `src`
     into the master of `env`."""
     rec = subprocess.Popen(
