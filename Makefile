@@ -21,8 +21,10 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	cp dagster.yaml $@
 
 ## demo: synthesize two drives and materialize every asset on the embedded default
+## (DEMO_ARGS: more `bridge-lake demo` options, e.g. DEMO_ARGS='--minutes 0.2' for a quick one)
+DEMO_ARGS ?=
 demo: install
-	$(BIN)/bridge-lake demo --workdir demo
+	$(BIN)/bridge-lake demo --workdir demo $(DEMO_ARGS)
 
 ## chromium: headless Chromium for the report rendering test (Debian package; needs root)
 chromium:

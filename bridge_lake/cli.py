@@ -142,29 +142,29 @@ def _cmd_query(args: argparse.Namespace) -> int:
     """run DuckDB SQL over the lake's views (sql/views.sql)"""
     from bridge_lake import query_output as qo
     from bridge_lake.lake.query import connect
+    from bridge_lake.lake.sql import query_errors, run
 
     con = connect(lake_from_args(args))
-    try:
-        frame = con.sql(args.sql).pl()
-    except Exception as exc:  # DuckDB's parser/binder/IO errors: report, don't trace
-        raise BridgeLakeError(f"query failed: {exc}") from exc
-    fmt = qo.choose_format(args.format, args.out, sys.stdout.isatty())
-    if fmt == "parquet":
-        if not args.out:
-            raise BridgeLakeError("--format parquet needs --out FILE")
-        frame.write_parquet(args.out)
+    rel = run(con, args.sql)
+    if rel is None:  # a statement without a result (SET, CREATE VIEW ...)
         return 0
-    if fmt == "table":
-        width = args.width or (qo.terminal_width() if not args.out else 10_000)
-        text = qo.render_table(
-            frame,
-            width=width,
-            max_rows=args.max_rows,
-            max_cols=args.max_cols,
-            max_width=args.max_width,
-        )
-    else:
-        text = qo.machine_text(frame, fmt)
+    fmt = qo.choose_format(args.format, args.out, sys.stdout.isatty())
+    if fmt == "parquet" and not args.out:
+        raise BridgeLakeError("--format parquet needs --out FILE")
+    with query_errors(con):  # DuckDB runs the query here, where it is read
+        if fmt == "parquet":
+            rel.pl().write_parquet(args.out)
+            return 0
+        if fmt == "table":
+            text = qo.render_table(
+                rel,
+                width=args.width or (qo.terminal_width() if not args.out else 10_000),
+                max_rows=args.max_rows,
+                max_cols=args.max_cols,
+                max_width=args.max_width,
+            )
+        else:
+            text = qo.machine_text(rel.pl(), fmt)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:
@@ -391,9 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
         "parquet (needs --out)",
     )
     p.add_argument("--out", help="write the result to this file instead of stdout")
-    p.add_argument("--max-rows", type=int, default=40, help="rows shown by --format table")
-    p.add_argument("--max-cols", type=int, default=12, help="columns shown by --format table")
-    p.add_argument("--max-width", type=int, default=40, help="characters per text cell in a table")
+    p.add_argument(
+        "--max-rows", type=int, default=40, help="rows shown by --format table (top and bottom)"
+    )
+    p.add_argument(
+        "--max-cols",
+        type=int,
+        help="show at most the first N columns in a table (default: as many as fit the width)",
+    )
+    p.add_argument("--max-width", type=int, default=40, help="characters per cell in a table")
     p.add_argument("--width", type=int, help="table width in characters (default: the terminal's)")
 
     p = add_command(sub, "export", _cmd_export)

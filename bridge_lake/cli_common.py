@@ -85,13 +85,15 @@ def add_out(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def write_out(args: argparse.Namespace, text: str) -> bool:
-    """`text` to `--out` (an existing file only with `--force`), else to stdout; True when
-    it went to a file (the command then says what it wrote)."""
+    """`text` to `--out` (an existing file only with `--force`; its folder made if missing,
+    as `--out rigs/my-car.yaml` in a fresh clone asks), else to stdout; True when it went to
+    a file (the command then says what it wrote)."""
     if args.out is None:
         sys.stdout.write(text)
         return False
     if args.out.exists() and not args.force:
         raise BridgeLakeError(f"{args.out}: exists (give --force to replace it)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     return True
 

@@ -1,35 +1,40 @@
 """How `bridge-lake query` writes a result: a table for people, CSV/TSV/JSON/Parquet for tools.
 
-The table is rendered by `rich` to the terminal's width (or `width`): text cells are cut
-with an ellipsis, numbers are never cut or wrapped (their column is as wide as their widest
-value), and columns that do not fit are left out and counted in the footer. When stdout is
+The table is DuckDB's own box renderer (the relation's `show`, as the DuckDB shell draws
+results), so its rules decide widths, not ours: a column is never squeezed below its values
+(a drive id or a timestamp is whole, a number never cut), columns that do not fit the width
+are left out from the middle (the first and last ones stay) and marked `…`, long rows are
+shown from the top and the bottom, its footer counts rows and columns, and it draws no table
+narrower than 80 characters (a narrower --width gets 80). Before it draws,
+DOUBLE values are rounded for display (DISPLAY_DIGITS); below it a footer names the columns
+left out, wrapped to the width. CSV, TSV, JSON and Parquet carry every digit. When stdout is
 not a terminal the default is CSV, so a pipe gets something a program can read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import math
 import shutil
-from collections.abc import Sequence
+import textwrap
 from typing import TYPE_CHECKING
 
 from bridge_lake.errors import BridgeLakeError
 
-if TYPE_CHECKING:  # polars and rich load when a query runs, not with the command line
+if TYPE_CHECKING:  # duckdb and polars load when a query runs, not with the command line
+    import duckdb
     import polars as pl
 
 FORMATS = ("auto", "table", "csv", "tsv", "json", "parquet")
 """--format choices; auto is resolved by choose_format."""
 SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".parquet": "parquet"}
-BINARY_PREVIEW = 16
-"""Hex digits shown of a binary cell in a table."""
-GAP = 3
-"""Characters between two columns: a space of padding each side and the rule's space."""
-MIN_TEXT_WIDTH = 8
-"""A text column narrower than this shows little but an ellipsis: columns are left out
-instead."""
+DISPLAY_DIGITS = 7
+"""Significant digits of a DOUBLE in a table. DuckDB shows a DOUBLE with the shortest digits
+that read back as the same number (up to 17: `47.515046449904524`), which hides the columns
+beside it; 7 is what a FLOAT holds and what DuckDB shows of one. Integer digits are never
+rounded away (1715679420.0053964 shows as 1715679420.0)."""
+LEFT_OUT = "(a wider terminal or --width, --max-width, or --format csv)"
 
 
 def choose_format(requested: str, out: str | None, stdout_is_tty: bool) -> str:
@@ -82,90 +87,71 @@ def machine_text(frame: pl.DataFrame, fmt: str) -> str:
     raise BridgeLakeError(f"not a text format: {fmt}")
 
 
-def fit_widths(natural: Sequence[int], fixed: Sequence[bool], width: int) -> list[int] | None:
-    """Column widths that fit `width` with GAP between columns: fixed columns (numbers) keep
-    their natural width, the widest text columns give up characters first, none below
-    MIN_TEXT_WIDTH; None when that cannot fit."""
-    room = (
-        width - GAP * (len(natural) - 1) - sum(w for w, f in zip(natural, fixed, strict=True) if f)
-    )
-    text = [w for w, f in zip(natural, fixed, strict=True) if not f]
-    if sum(text) <= room:
-        return list(natural)
-    if room < MIN_TEXT_WIDTH * len(text):
-        return None
-    cap = max(MIN_TEXT_WIDTH, max(text))
-    while sum(min(w, cap) for w in text) > room:  # water-filling from the top
-        cap -= 1
-    return [w if f else min(w, cap) for w, f in zip(natural, fixed, strict=True)]
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        text = value.hex()
-        return text[:BINARY_PREVIEW] + ("…" if len(text) > BINARY_PREVIEW else "")
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) and abs(value) < 1e15 else f"{value:g}"
-    if isinstance(value, list | dict):
-        return _json(value)
-    return " ".join(str(value).split())  # a newline inside a cell would break the row
+def _rounded(value: str) -> str:
+    """SQL rounding `value` (a DOUBLE) to DISPLAY_DIGITS significant digits, keeping its
+    integer digits; zero, NaN, ±inf and NULL as they are."""
+    digits = f"least(greatest(0, {DISPLAY_DIGITS - 1} - floor(log10(abs({value})))), 330)"
+    rounded = f"round({value}, {digits}::INTEGER)"
+    return f"CASE WHEN isfinite({value}) AND {value} <> 0 THEN {rounded} ELSE {value} END"
+
+
+def _display_column(name: str, type_: str) -> str:
+    """A result column as the table shows it: DOUBLEs (and lists of them) rounded."""
+    q = _quoted(name)
+    if type_ == "DOUBLE":
+        return f"{_rounded(q)} AS {q}"
+    if type_.startswith("DOUBLE[") and type_.endswith("]"):
+        return f"list_transform({q}, v -> {_rounded('v')}) AS {q}"
+    return q
 
 
 def render_table(
-    frame: pl.DataFrame,
+    rel: duckdb.DuckDBPyRelation,
     *,
     width: int,
     max_rows: int,
-    max_cols: int,
+    max_cols: int | None,
     max_width: int,
 ) -> str:
-    """The frame as a box table at most `width` characters wide (see the module doc)."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    shown = frame.head(max_rows)
-    names = list(frame.columns)[:max_cols]
-    cells = {n: [_cell(v) for v in shown.get_column(n).to_list()] for n in names}
-    numeric = {n for n in names if frame.schema[n].is_numeric()}
-    natural = {n: max([len(n), *map(len, cells[n])]) for n in names}
-    natural |= {n: min(w, max_width) for n, w in natural.items() if n not in numeric}
-    keep = names
-    while True:
-        widths = fit_widths([natural[n] for n in keep], [n in numeric for n in keep], width)
-        if widths is not None or len(keep) == 1:
-            break
-        keep = keep[:-1]
-    widths = widths or [width]
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for n, w in zip(keep, widths, strict=True):
-        table.add_column(
-            n,
-            width=w,
-            no_wrap=True,
-            overflow="ellipsis",
-            justify="right" if n in numeric else "left",
+    """The relation as DuckDB's box table at most `width` characters wide, `max_rows` rows
+    (top and bottom), cells at most `max_width` characters (see the module doc)."""
+    columns = list(rel.columns)
+    kept = columns if max_cols is None else columns[: max(max_cols, 1)]
+    shown = rel.project(
+        ", ".join(
+            _display_column(n, str(t)) for n, t in zip(columns, rel.types, strict=True) if n in kept
         )
-    for i in range(shown.height):
-        table.add_row(*(cells[n][i] for n in keep))
+    )
     buf = io.StringIO()
-    Console(file=buf, width=width, color_system=None, highlight=False).print(table)
-    return buf.getvalue() + _footer(frame, shown.height, keep)
+    with contextlib.redirect_stdout(buf):
+        shown.show(max_width=width, max_rows=max_rows, max_col_width=max_width)
+    text = buf.getvalue().rstrip("\n") + "\n"
+    left_out = _left_out(text, columns)
+    if left_out:
+        note = f"not shown: {', '.join(left_out)} {LEFT_OUT}"
+        wrapped = textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False)
+        text += "\n".join("  " + line if i else line for i, line in enumerate(wrapped)) + "\n"
+    return text
 
 
-def _footer(frame: pl.DataFrame, rows_shown: int, columns_shown: Sequence[str]) -> str:
-    text = f"{frame.height} rows, {frame.width} columns"
-    left = []
-    if rows_shown < frame.height:
-        left.append(f"first {rows_shown} rows shown (--max-rows)")
-    if len(columns_shown) < frame.width:
-        hidden = [c for c in frame.columns if c not in columns_shown]
-        left.append(
-            f"{len(hidden)} column{'s' if len(hidden) > 1 else ''} not shown: "
-            f"{', '.join(hidden[:6])}"
-            + (", …" if len(hidden) > 6 else "")
-            + " (--max-cols, a wider terminal, or --format csv)"
+def _left_out(table: str, columns: list[str]) -> list[str]:
+    """The columns DuckDB's table does not show, read from its header row (a name cut with
+    `…` matches the column it starts)."""
+    lines = table.splitlines()
+    header = lines[1] if len(lines) > 1 else ""
+    cells = [c.strip() for c in header.strip("│").split("│")]
+    remaining = list(columns)
+    for cell in cells:
+        if not cell or cell == "…":
+            continue
+        match = next(
+            (c for c in remaining if c == cell or (cell.endswith("…") and c.startswith(cell[:-1]))),
+            None,
         )
-    return text + ("; " + "; ".join(left) if left else "") + "\n"
+        if match is not None:
+            remaining.remove(match)
+    return remaining

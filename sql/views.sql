@@ -8,113 +8,118 @@
 -- Drive ids are text: hive_types keeps leading zeros ('0001' is not 1).
 -- DuckDB binds a view when it is created, so a table without any partition yet fails here;
 -- `bridge-lake query` and bridge_lake.lake.query.connect() give such tables an empty view.
+-- Every view starts with `drive`, then `time_utc` where the table has a master time
+-- (time_ns as a TIMESTAMPTZ in UTC; see docs/tables.md).
+
+-- DuckDB shows a TIMESTAMPTZ in the session's time zone: time_utc shows as UTC (+00).
+SET TimeZone = 'UTC';
 
 CREATE OR REPLACE VIEW raw_manifest AS
-SELECT * FROM read_parquet(getvariable('lake') || '/raw/manifest/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/raw/manifest/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW raw_drives AS
-SELECT * FROM read_parquet(getvariable('lake') || '/raw/drives/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/raw/drives/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW raw_export_mapping AS
-SELECT * FROM read_parquet(getvariable('lake') || '/raw/export_mapping/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/raw/export_mapping/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_imu AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/imu/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/imu/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_heading AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/heading/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/heading/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_gnss AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/gnss/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/gnss/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_can_frames AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/can_frames/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/can_frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_lidar_scans AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/lidar_scans/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/lidar_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_lidar_points AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/lidar_points/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/lidar_points/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_camera_frames AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/camera_frames/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/camera_frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_wheel_odometry AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/wheel_odometry/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/wheel_odometry/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_odometry AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/odometry/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/odometry/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_ground_truth AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/ground_truth/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/ground_truth/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_ground_truth_nodes AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/ground_truth_nodes/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/ground_truth_nodes/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_laser_scans AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/laser_scans/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_adtf_payloads AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/normalized/adtf_payloads/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/adtf_payloads/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_streams AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/streams/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/streams/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW normalized_quarantine AS
-SELECT * FROM read_parquet(getvariable('lake') || '/normalized/quarantine/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/normalized/quarantine/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_tf_static AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/tf_static/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/tf_static/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_poses AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/calibrated/poses/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/poses/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_map_origin AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/map_origin/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/map_origin/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_lidar_transforms AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/lidar_transforms/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/lidar_transforms/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_deskewed_points AS
-SELECT * FROM read_parquet(getvariable('lake') || '/calibrated/deskewed_points/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/deskewed_points/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW calibrated_frames AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/calibrated/frames/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW scenes_camera_stats AS
-SELECT *, make_timestamp_ns(time_ns) AS time_utc FROM read_parquet(getvariable('lake') || '/scenes/camera_stats/*/*.parquet',
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/scenes/camera_stats/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW scenes_catalog AS
-SELECT * FROM read_parquet(getvariable('lake') || '/scenes/catalog/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/scenes/catalog/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 CREATE OR REPLACE VIEW scenes_sets AS
-SELECT * FROM read_parquet(getvariable('lake') || '/scenes/sets/*/*.parquet',
+SELECT drive, * EXCLUDE (drive) FROM read_parquet(getvariable('lake') || '/scenes/sets/*/*.parquet',
                            hive_partitioning = true, hive_types = {'drive': VARCHAR});
 
 -- One row per drive: its metadata and what landed, by format.
@@ -130,9 +135,10 @@ ORDER BY d.drive;
 
 -- Lidar points with their stream and master time (the scan's start plus the point's offset).
 CREATE OR REPLACE VIEW lidar_points_timed AS
-SELECT p.*, s.stream, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
-FROM normalized_lidar_points p
-JOIN normalized_lidar_scans s USING (drive, scan_id);
+SELECT drive, make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS time_utc, * EXCLUDE (drive) FROM (
+  SELECT p.*, s.stream, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
+  FROM normalized_lidar_points p
+  JOIN normalized_lidar_scans s USING (drive, scan_id));
 
 -- Observed against nominal rate, per drive and stream, with the conservation balance.
 CREATE OR REPLACE VIEW sensor_rates AS
@@ -147,13 +153,13 @@ ORDER BY drive, "table", stream;
 -- Lidar points in base_link: each normalized point moved by its scan's transform (float32, as
 -- the exporters compute it), and the stored points of deskewed drives (bridge_lake.lake.base_link).
 CREATE OR REPLACE VIEW calibrated_lidar_points AS
-SELECT p.scan_id,
+SELECT p.drive, p.scan_id,
        ((p.x * t.r00 + p.y * t.r01) + p.z * t.r02) + t.tx AS x,
        ((p.x * t.r10 + p.y * t.r11) + p.z * t.r12) + t.ty AS y,
        ((p.x * t.r20 + p.y * t.r21) + p.z * t.r22) + t.tz AS z,
-       p.intensity, p.ring, p.time_offset_ns, p.drive
+       p.intensity, p.ring, p.time_offset_ns
 FROM normalized_lidar_points p
 JOIN calibrated_lidar_transforms t USING (drive, scan_id)
 WHERE NOT t.stored
 UNION ALL
-SELECT scan_id, x, y, z, intensity, ring, time_offset_ns, drive FROM calibrated_deskewed_points;
+SELECT drive, scan_id, x, y, z, intensity, ring, time_offset_ns FROM calibrated_deskewed_points;

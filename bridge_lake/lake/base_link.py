@@ -39,27 +39,28 @@ def view_sql() -> str:
 -- Lidar points in base_link: each normalized point moved by its scan's transform (float32, as
 -- the exporters compute it), and the stored points of deskewed drives (bridge_lake.lake.base_link).
 CREATE OR REPLACE VIEW {VIEW} AS
-SELECT p.scan_id,
+SELECT p.drive, p.scan_id,
        {moved_list},
-       {rest}, p.drive
+       {rest}
 FROM normalized_lidar_points p
 JOIN calibrated_lidar_transforms t USING (drive, scan_id)
 WHERE NOT t.stored
 UNION ALL
-SELECT {stored}, drive FROM calibrated_deskewed_points;
+SELECT drive, {stored} FROM calibrated_deskewed_points;
 """  # noqa: S608
 
 
 def frame(points: pl.LazyFrame, transforms: pl.LazyFrame, stored: pl.LazyFrame) -> pl.LazyFrame:
     """The same rows as the view: `points` (normalized/lidar_points), `transforms`
     (calibrated/lidar_transforms) and `stored` (calibrated/deskewed_points), each with its
-    `drive` column; the moved points keep the order of `points`."""
+    `drive` column (first, as in every view); the moved points keep the order of `points`."""
     moved = points.join(
         transforms.filter(~pl.col("stored")),
         on=["drive", "scan_id"],
         how="inner",
         maintain_order="left",
     ).select(
+        "drive",
         "scan_id",
         *(
             (((a + b) + c) + pl.col(t)).alias(axis)
@@ -68,6 +69,5 @@ def frame(points: pl.LazyFrame, transforms: pl.LazyFrame, stored: pl.LazyFrame) 
             )
         ),
         *POINT_COLUMNS[4:],
-        "drive",
     )
-    return pl.concat([moved, stored.select(*POINT_COLUMNS, "drive")], how="vertical_relaxed")
+    return pl.concat([moved, stored.select("drive", *POINT_COLUMNS)], how="vertical_relaxed")

@@ -20,6 +20,7 @@ def render_tables_md() -> str:
         "`drive` is the Hive partition column, not stored inside the files.",
         "",
         *ONE_ROW_PER_MEASUREMENT,
+        *VIEW_COLUMNS,
     ]
     for spec in TABLES:
         lines += [f"## {spec.layer}/{spec.name}", "", spec.description, ""]
@@ -46,6 +47,18 @@ ONE_ROW_PER_MEASUREMENT = [
     "(`ground_truth_nodes`). A stream left out by choice is listed in normalized_streams with "
     "`skipped` saying why. The asset checks `one_row_per_instant`, `one_stream_per_lidar`, "
     "`scan_end` and `null_pose` watch these rules.",
+    "",
+]
+VIEW_COLUMNS = [
+    "The DuckDB views (sql/views.sql, `bridge-lake query`) and "
+    "`bridge_lake.lake.query.scan()` show each table with `drive` first, then `time_utc` "
+    "where the table has `time_ns`, then the columns listed below. `time_utc` is `time_ns` "
+    "as a time-zone-aware UTC timestamp: TIMESTAMPTZ_NS in DuckDB 2 (TIMESTAMPTZ, whole "
+    "microseconds, in DuckDB 1.x), `Datetime('ns', 'UTC')` in polars. It is computed by the "
+    "view, not stored (`time_ns` is the exact value; a second time column in every file would "
+    "only repeat it). DuckDB shows a TIMESTAMPTZ in the session's time zone, so sql/views.sql "
+    "and `bridge-lake query` set `TimeZone` to UTC and the times read `+00`; a session in "
+    "another zone shows the same instants with its offset.",
     "",
 ]
 GENERIC_TABLES = [
@@ -78,7 +91,7 @@ BASE_LINK_VIEW = [
     "of the points is stored. DuckDB: the view `calibrated_lidar_points` of sql/views.sql; "
     'polars: `bridge_lake.lake.query.scan("lidar_points", layer="calibrated")`; exports: '
     "`options: {points: base_link}` on a PointCloud2 rule. Its columns are those of "
-    "calibrated/deskewed_points above, then `drive` (bridge_lake/lake/base_link.py).",
+    "calibrated/deskewed_points above, after `drive` (bridge_lake/lake/base_link.py).",
     "",
 ]
 """docs for the base_link view, made from two tables (bridge_lake.lake.base_link)."""

@@ -22,10 +22,12 @@ from bridge_lake.lake.paths import LAYERS, validate_drive_id
 from bridge_lake.lake.schemas import GENERIC_PREFIX, TABLES
 from bridge_lake.lake.storage import Lake
 from bridge_lake.lake.views import (
-    SUMMARIES,
+    SESSION,
+    TIME_COLUMN,
     files_variable,
     generic_view_sql,
     select_list,
+    summaries_sql,
     table_view_sql,
     view_name,
 )
@@ -48,7 +50,9 @@ def scan(
     layer: str = "normalized",
     drives: list[str] | None = None,
 ) -> pl.LazyFrame:
-    """A LazyFrame over one table with `drive` as a text column (leading zeros kept).
+    """A LazyFrame over one table with `drive` as a text column (leading zeros kept), with
+    the columns of its DuckDB view: `drive` first, then `time_utc` (time_ns as a UTC-aware
+    Datetime in ns) where the table has a master time, then the table's own columns.
 
     Filters on `drive` (or the `drives` argument) prune partitions: polars skips the other
     folders' files without opening them. `scan("lidar_points", layer="calibrated")` is the
@@ -85,7 +89,17 @@ def scan(
     )
     if wanted is not None:
         frame = frame.filter(pl.col("drive").is_in(wanted))
-    return frame
+    return _leading_columns(frame)
+
+
+def _leading_columns(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """The view's order (bridge_lake.lake.views.select_list): drive, time_utc, the rest."""
+    names = frame.collect_schema().names()
+    first = [pl.col("drive")]
+    if "time_ns" in names:
+        utc = pl.from_epoch(pl.col("time_ns"), time_unit="ns").dt.replace_time_zone("UTC")
+        first.append(utc.alias(TIME_COLUMN))
+    return frame.select(*first, pl.exclude("drive"))
 
 
 def _empty_frame(layer: str, table: str, lake: Lake) -> pl.LazyFrame:
@@ -96,7 +110,7 @@ def _empty_frame(layer: str, table: str, lake: Lake) -> pl.LazyFrame:
         raise BridgeLakeError(f"no partition of {layer}/{table} in {lake.root}")
     empty = pl.from_arrow(spec.schema.empty_table())
     assert isinstance(empty, pl.DataFrame)
-    return empty.with_columns(drive=pl.lit(None, pl.String)).lazy()
+    return _leading_columns(empty.with_columns(drive=pl.lit(None, pl.String)).lazy())
 
 
 def polars_storage_options(lake: Lake) -> dict[str, str]:
@@ -130,6 +144,7 @@ def connect(lake: Lake | str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     """
     lake = open_lake(lake)
     con = duckdb.connect()
+    con.execute(SESSION)
     if lake.is_local:
         root = lake.base
     else:
@@ -151,7 +166,7 @@ def connect(lake: Lake | str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
             found, files = _parts(con, lake, "normalized", table)
             if found:
                 con.execute(generic_view_sql(table, files=files))
-    con.execute(SUMMARIES)
+    con.execute(summaries_sql())
     return con
 
 

@@ -21,9 +21,17 @@ HEADER = """\
 -- Drive ids are text: hive_types keeps leading zeros ('0001' is not 1).
 -- DuckDB binds a view when it is created, so a table without any partition yet fails here;
 -- `bridge-lake query` and bridge_lake.lake.query.connect() give such tables an empty view.
+-- Every view starts with `drive`, then `time_utc` where the table has a master time
+-- (time_ns as a TIMESTAMPTZ in UTC; see docs/tables.md).
 """
 
-SUMMARIES = """\
+SESSION = """\
+-- DuckDB shows a TIMESTAMPTZ in the session's time zone: time_utc shows as UTC (+00).
+SET TimeZone = 'UTC';
+"""
+"""Set on every connection of `bridge-lake query` (connect) and at the top of sql/views.sql."""
+
+_SUMMARIES = """\
 -- One row per drive: its metadata and what landed, by format.
 CREATE OR REPLACE VIEW drive_summary AS
 SELECT d.drive, d.vehicle, d.source, d.recorded_at, d.file_count, d.total_bytes,
@@ -37,9 +45,10 @@ ORDER BY d.drive;
 
 -- Lidar points with their stream and master time (the scan's start plus the point's offset).
 CREATE OR REPLACE VIEW lidar_points_timed AS
-SELECT p.*, s.stream, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
-FROM normalized_lidar_points p
-JOIN normalized_lidar_scans s USING (drive, scan_id);
+SELECT drive, {time_utc}, * EXCLUDE (drive) FROM (
+  SELECT p.*, s.stream, s.time_ns + coalesce(p.time_offset_ns, 0) AS time_ns
+  FROM normalized_lidar_points p
+  JOIN normalized_lidar_scans s USING (drive, scan_id));
 
 -- Observed against nominal rate, per drive and stream, with the conservation balance.
 CREATE OR REPLACE VIEW sensor_rates AS
@@ -51,7 +60,7 @@ SELECT drive, "table", stream, rows_written, mean_rate_hz, expected_rate_hz,
 FROM normalized_streams
 ORDER BY drive, "table", stream;
 
-""" + base_link.view_sql()
+"""
 
 
 def view_name(layer: str, table: str) -> str:
@@ -59,15 +68,33 @@ def view_name(layer: str, table: str) -> str:
 
 
 TIME_COLUMN = "time_utc"
-"""Added to every view whose table has `time_ns`: the same instant as a UTC TIMESTAMP_NS,
-for people and tools that read times rather than int64 nanoseconds."""
+"""Added to every view whose table has `time_ns`: the same instant as a time-zone-aware UTC
+timestamp, for people and tools that read times rather than int64 nanoseconds."""
+TIME_UTC_SQL = f"make_timestamp_ns(time_ns) AT TIME ZONE 'UTC' AS {TIME_COLUMN}"
+"""time_ns (ns since the Unix epoch, UTC) as a TIMESTAMPTZ: `AT TIME ZONE 'UTC'` reads the
+naive timestamp as UTC whatever the session's TimeZone (a plain `::TIMESTAMPTZ` cast would
+read it in the session's zone and shift it). DuckDB 2 gives TIMESTAMPTZ_NS (ns kept), 1.x
+TIMESTAMPTZ (µs)."""
+
+
+def summaries_sql() -> str:
+    """The views over several tables (drive_summary, lidar_points_timed, sensor_rates,
+    calibrated_lidar_points), each starting with `drive`."""
+    return _SUMMARIES.replace("{time_utc}", TIME_UTC_SQL) + base_link.view_sql()
 
 
 def select_list(spec: TableSpec) -> str:
-    """`*`, plus the readable UTC time where the table has a master time."""
-    if any(c.name == "time_ns" for c in spec.columns):
-        return f"*, make_timestamp_ns(time_ns) AS {TIME_COLUMN}"
-    return "*"
+    """A view's columns: `drive` first, then the readable UTC time where the table has a
+    master time, then the table's columns in their order."""
+    return leading_columns(any(c.name == "time_ns" for c in spec.columns))
+
+
+def leading_columns(timed: bool) -> str:
+    """`drive, time_utc, *` (`drive, *` without a master time), so the two columns people
+    look for come first in every view and no table's own column is repeated."""
+    if timed:
+        return f"drive, {TIME_UTC_SQL}, * EXCLUDE (drive)"
+    return "drive, * EXCLUDE (drive)"
 
 
 def files_variable(layer: str, table: str) -> str:
@@ -99,7 +126,7 @@ def generic_view_sql(table: str, *, files: str | None = None) -> str:
     gives nulls for the drives without it)."""
     return (
         f"CREATE OR REPLACE VIEW {view_name('normalized', table)} AS\n"
-        f"SELECT *, make_timestamp_ns(time_ns) AS {TIME_COLUMN}\n"
+        f"SELECT {leading_columns(True)}\n"
         f"FROM read_parquet({_source('normalized', table, files)},\n"
         f"                           hive_partitioning = true, union_by_name = true, "
         f"hive_types = {{'drive': VARCHAR}});\n"
@@ -107,7 +134,7 @@ def generic_view_sql(table: str, *, files: str | None = None) -> str:
 
 
 def render_views_sql() -> str:
-    return "\n".join([HEADER, *(table_view_sql(spec) for spec in TABLES), SUMMARIES])
+    return "\n".join([HEADER, SESSION, *(table_view_sql(spec) for spec in TABLES), summaries_sql()])
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def test_connect_gives_empty_views_for_tables_without_data(tmp_path):
     con = connect(lake)
     assert con.sql("select count(*) from normalized_imu").fetchall() == [(0,)]
     cols = [c[0] for c in con.sql("describe normalized_gnss").fetchall()]
-    assert cols == [*GNSS.schema.names, "drive", "time_utc"]  # as the views over data have
+    assert cols == ["drive", "time_utc", *GNSS.schema.names]  # as the views over data have
     assert con.sql("select count(*) from raw_manifest").fetchall() == [(5,)]
     assert con.sql("select * from sensor_rates").fetchall() == []
 
@@ -74,6 +74,64 @@ def test_views_carry_the_master_time_as_utc_timestamps(tmp_path):
         "select strftime(time_utc, '%Y-%m-%d %H:%M:%S.%n') from normalized_gnss"
     )
     assert got.fetchall() == [("2023-11-14 22:13:20.123456789",)]
+
+
+def _every_view(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """Every view a user sees (not the `_empty_*` tables registered under the empty ones)."""
+    rows = con.sql("select view_name from duckdb_views() where not internal").fetchall()
+    names = [r[0] for r in rows if not r[0].startswith("_empty_")]
+    return {n: [(c[0], c[1]) for c in con.sql(f"describe {n}").fetchall()] for n in names}
+
+
+def test_every_view_starts_with_drive_then_time_utc(tmp_path):
+    """Issue 32: `select *` at any width shows the drive and the time first (they came last)."""
+    lake = Lake(str(tmp_path))
+    _raw_lake(lake)
+    views = _every_view(connect(lake))
+    assert len(views) >= len(TABLES) + 4
+    for name, cols in views.items():
+        names = [c for c, _ in cols]
+        assert names[0] == "drive", (name, names)
+        if "time_ns" in names:
+            assert names[1] == "time_utc", (name, names)
+    timed = {s.layer + "_" + s.name for s in TABLES if "time_ns" in s.schema.names}
+    assert {
+        n
+        for n, cols in views.items()
+        if ("time_utc", "TIMESTAMP WITH TIME ZONE") in cols
+        or ("time_utc", "TIMESTAMPTZ_NS") in cols
+    } >= timed | {"lidar_points_timed"}
+
+
+def test_time_utc_is_utc_aware_in_duckdb_polars_and_the_plain_views_file(tmp_path):
+    """Issue 32: time_utc carries its zone: +00 from a plain DuckDB session reading
+    sql/views.sql (even one set to another zone first), a UTC Datetime in polars, and the
+    same instant as time_ns."""
+    from bridge_lake.normalize.sink import conform
+
+    lake = Lake(str(tmp_path))
+    _raw_lake(lake)
+    t = 1_700_000_000_123_456_789
+    rows = pa.table({"time_ns": [t], "frame_id": ["gps"]})
+    lake.write_partition("normalized", "gnss", "b", conform(rows, GNSS.schema, stream="gps"))
+    for spec in TABLES[2:]:
+        if (spec.layer, spec.name) != ("normalized", "gnss"):
+            lake.write_partition(spec.layer, spec.name, "b", spec.schema.empty_table())
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'America/Detroit'")
+    con.execute(f"SET VARIABLE lake = '{tmp_path}'")
+    con.execute((REPO / "sql" / "views.sql").read_text())
+    [(shown, same)] = con.sql(
+        "select time_utc::VARCHAR, epoch_ns(time_utc) = time_ns from normalized_gnss"
+    ).fetchall()
+    assert shown == "2023-11-14 22:13:20.123456789+00" and same
+    frame = connect(lake).sql("select time_utc from normalized_gnss").pl()
+    assert frame.schema["time_utc"] == pl.Datetime("ns", "UTC")
+    scanned = scan("gnss", lake=lake).collect()
+    assert scanned.columns[:2] == ["drive", "time_utc"]
+    assert scanned.schema["time_utc"] == pl.Datetime("ns", "UTC")
+    assert scanned["time_utc"].dt.epoch("ns").to_list() == [t]
+    assert scan("manifest", lake=lake, layer="raw").collect_schema().names()[0] == "drive"
 
 
 def test_scan_prunes_by_drive_and_agrees_with_duckdb(tmp_path):
