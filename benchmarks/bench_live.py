@@ -16,8 +16,8 @@ Keeping up: the bridge (its own process: follower, normalizer jobs, builders, li
 client) catches up with a finished file, i.e. bytes arriving faster than it can read them,
 on a lidar-heavy drive (8,000 points a scan at smoke size, 40,000 at full size): MB of ADTF
 file per CPU second, beside the reader alone (`open_dat().samples()`) and the follower
-alone; once with the camera kept as H.264 (CompressedVideo: the default mapping's ROS 2
-rules), once decoded to RGB Images (its ROS 1 rules, as `live --ros1` publishes). CPU seconds from the first poll: the
+alone; once with the camera kept as H.264 (CompressedVideo), once decoded to RGB Images
+(the default mapping, as the offline export does). CPU seconds from the first poll: the
 bridge's warm-up (message definitions, ~0.1 CPU s) is done before, as a bridge started
 before the recording does it, and printed apart. Two bridges on two copies in two
 processes give the scaling.
@@ -109,10 +109,21 @@ def lag(root: Path, src: Path) -> np.ndarray:
     return lags
 
 
-def _bridge_once(path: str, mcap: str, rules: str = "ros2") -> dict:
-    """Catch up with a finished file in this process; (seconds, CPU seconds, bytes). `rules`:
-    the default mapping's rules of that encoding (ros2: the camera kept as H.264; ros1:
-    decoded to RGB Images, as `live --ros1` publishes it)."""
+def compressed_mapping(root: Path) -> Path:
+    """The default ADTF topic mapping with the camera kept as H.264 (CompressedVideo, what
+    Foxglove plays natively) instead of decoded to raw RGB Images."""
+    from bridge_lake.export.mapping import default_mapping_path
+
+    text = default_mapping_path("adtf").read_text()
+    text = text.replace("type: sensor_msgs/msg/Image", "type: foxglove_msgs/msg/CompressedVideo")
+    text = text.replace("    options: {encoding: rgb8}\n", "")
+    out = root / "compressed.yaml"
+    out.write_text(text)
+    return out
+
+
+def _bridge_once(path: str, mcap: str, mapping: str | None = None) -> dict:
+    """Catch up with a finished file in this process; (seconds, CPU seconds, bytes)."""
     from bridge_lake.export.mapping import default_mapping_path, load_mapping
     from bridge_lake.formats.adtf.follow import load_catalog
     from bridge_lake.live.bridge import LiveBridge, LiveConfig
@@ -121,7 +132,7 @@ def _bridge_once(path: str, mcap: str, rules: str = "ros2") -> dict:
     cfg = LiveConfig(
         Path(path),
         resolve_mapping(None),
-        load_mapping(default_mapping_path("adtf")).for_encoding(rules),
+        load_mapping(mapping or default_mapping_path("adtf")),
         load_catalog(path),
         idle_s=0.5,
     )
@@ -160,34 +171,36 @@ def _read_once(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _subprocess_bridge(path: Path, mcap: Path, rules: str) -> subprocess.Popen:
+def _subprocess_bridge(path: Path, mcap: Path, mapping: Path | None) -> subprocess.Popen:
+    m = str(mapping) if mapping else None
     code = (
         "import json, sys; sys.path.insert(0, 'benchmarks'); from bench_live import _bridge_once;"
-        f"print(json.dumps(_bridge_once({str(path)!r}, {str(mcap)!r}, {rules!r})))"
+        f"print(json.dumps(_bridge_once({str(path)!r}, {str(mcap)!r}, {m!r})))"
     )
     return subprocess.Popen(
         [sys.executable, "-c", code], env=ENV, cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
 
 
-def _run(path: Path, mcap: Path, rules: str) -> dict:
-    return json.loads(_subprocess_bridge(path, mcap, rules).communicate()[0].splitlines()[-1])
+def _run(path: Path, mcap: Path, mapping: Path | None) -> dict:
+    return json.loads(_subprocess_bridge(path, mcap, mapping).communicate()[0].splitlines()[-1])
 
 
 def throughput(root: Path, long_src: Path, short_src: Path) -> None:
     size = long_src.stat().st_size / 1e6
     read_s = min(_read_once(long_src) for _ in range(2))
     follow_s = min(_follow_once(long_src) for _ in range(2))
+    compressed = compressed_mapping(root)
     runs = {}
-    for name, rules in (("camera as H.264", "ros2"), ("camera decoded to RGB", "ros1")):
-        r = runs[name] = _run(long_src, root / "t.mcap", rules)
+    for name, mapping in (("camera as H.264", compressed), ("camera decoded to RGB", None)):
+        r = runs[name] = _run(long_src, root / "t.mcap", mapping)
         print(f"{name}: {r['mb']:.0f} MB in {r['s']:.2f} s wall, {r['cpu']:.2f} CPU s "
               f"({r['mb'] / r['cpu']:.0f} MB per CPU s; warm-up before it "
               f"{r['warm_up_cpu']:.2f} CPU s), {r['messages']} messages, "
               f"peak RSS {r['rss_mb']:.0f} MB, load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    two = [_subprocess_bridge(long_src, root / f"u{i}.mcap", "ros2") for i in range(2)]
+    two = [_subprocess_bridge(long_src, root / f"u{i}.mcap", compressed) for i in range(2)]
     r2 = [json.loads(p.communicate()[0].splitlines()[-1]) for p in two]
-    short = _run(short_src, root / "s.mcap", "ros2")
+    short = _run(short_src, root / "s.mcap", compressed)
     one = runs["camera as H.264"]
     per_core = one["mb"] / one["cpu"]
     both = sum(r["mb"] for r in r2) / max(r["s"] for r in r2)

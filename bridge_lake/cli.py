@@ -19,7 +19,6 @@ from bridge_lake.cli_common import (
     lake_from_args,
 )
 from bridge_lake.errors import BridgeLakeError
-from bridge_lake.export.health import SAMPLE_PER_TOPIC
 from bridge_lake.live.cli import add_commands as add_live_commands
 from bridge_lake.normalize.mapping_cli import add_commands as add_mapping_commands
 from bridge_lake.play.cli import add_commands as add_play_commands
@@ -232,7 +231,7 @@ def _cmd_health(args: argparse.Namespace) -> int:
 
     from bridge_lake.export.health import check_file, render_html, render_table
 
-    health = check_file(args.file, full=args.full)
+    health = check_file(args.file)
     if args.html:
         Path(args.html).write_text(render_html(health), encoding="utf-8")
     print(json.dumps(health.to_json(), indent=2) if args.json else render_table(health))
@@ -441,12 +440,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_command(sub, "health", _cmd_health)
     p.add_argument("file", type=Path, help="MCAP file, ROS 1 .bag, or ROS 2 bag folder")
-    p.add_argument(
-        "--full",
-        action="store_true",
-        help="decode every message (default: every message is read, counted, CRC- and "
-        f"time-checked, and {SAMPLE_PER_TOPIC} per topic are decoded: first, last, spread)",
-    )
     add_report(p)
 
     p = add_command(sub, "recover", _cmd_recover)

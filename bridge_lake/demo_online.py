@@ -75,7 +75,7 @@ def _follow(source: Path, live_dir: Path, export: Path) -> tuple[LiveSummary, Co
     config = LiveConfig(
         path=target,
         stream_mapping=resolve_mapping(live_dir),
-        topic_mapping=load_mapping(default_mapping_path("adtf")).for_encoding("ros2"),
+        topic_mapping=load_mapping(default_mapping_path("adtf")),
         catalog=load_catalog(source),
         idle_s=2.0,
     )

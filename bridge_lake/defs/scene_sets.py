@@ -63,9 +63,8 @@ class SceneSetsConfig(dg.Config):
     """replay-check every file (data, timing, content against the clean scene)"""
     replay_decode: bool = False
     """decode every message in that check too (pure-Python decoders, about as slow as making
-    the scene); off by default: the payloads are compared with the clean scene byte for
-    byte, and the writer's messages are what `bridge-lake health` (a sample per topic, or
-    --full) decodes"""
+    the scene); off by default: the exports' health check decodes the same messages, and the
+    payloads are compared with the clean scene byte for byte"""
 
 
 def _variants(config: SceneSetsConfig) -> list[VariantSpec]:

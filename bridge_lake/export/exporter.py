@@ -31,7 +31,10 @@ from bridge_lake.export.generic_types import lane_type, plan_types
 from bridge_lake.export.kinds import GENERATED as GENERATED_TYPES
 from bridge_lake.export.kinds import KINDS
 from bridge_lake.export.kinds.json_rows import JSON_TYPE, json_schema
-from bridge_lake.export.mapping import ENCODINGS, Mapping, TopicRule
+from bridge_lake.export.mapping import (
+    Mapping,
+    TopicRule,
+)
 from bridge_lake.export.messages import ExportTypes, Serialized
 from bridge_lake.export.names import output_format
 from bridge_lake.export.prefetch import prefetch
@@ -50,6 +53,7 @@ from bridge_lake.lake.storage import replace_local
 from bridge_lake.memory import reuse_large_frees
 
 FORMATS = ("mcap", "bag2", "bag1")
+ENCODINGS = ("ros2", "ros1", "protobuf")
 
 
 @dataclass(frozen=True)
@@ -418,7 +422,7 @@ def plan_stream(
     one drive), else read here."""
     encoding, _ = _check_request(request)
     ctx = context or DriveContext.load(lake, drive)
-    mapping = ctx.mapping(request.mapping).for_encoding(encoding)
+    mapping = ctx.mapping(request.mapping)
     first, last = ctx.span
     if request.spans is not None:
         spans = windows(request.spans, first, last)
@@ -454,14 +458,6 @@ def plan_stream(
             lane_windows[id(lane)] = _tf_windows(lake, drive, lane, spans)
         if lane.rule.table == "calibrated/tf_static":
             lane.extra["stamp_ns"] = start_ns
-        lead_in = KINDS[lane.rule.type].lead_in
-        if lead_in is not None:  # video: from the key frame before the window
-            lane_windows[id(lane)], said = lead_in(lake, drive, lane, spans)
-            plan.warnings += said
-        if lane_windows[id(lane)] != spans:  # what comes along before a window is expected too
-            layer, table = lane.rule.table.split("/")
-            flt = lane_filter(lane.selection, lane_windows[id(lane)])
-            lane.rows = dataset(lake, layer, table, drive).count_rows(filter=flt)
     shift = 0
     if request.time_base == "zero":
         shift = min([start_ns] + [w[0].start_ns for w in lane_windows.values() if w])

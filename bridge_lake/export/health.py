@@ -2,19 +2,11 @@
 
 `check_file` opens ROS 1 bags and ROS 2 bag folders with rosbags' AnyReader, and MCAP files
 with the `mcap` reader (CRCs validated) and the decoders for their schema encodings
-(`mcap_ros2` for ros2msg, rosbags for ros1msg, `mcap_protobuf` for protobuf, json), and
-reports per topic: count, first/last time, mean rate, gaps, time going backwards, header
-stamps against log times, decode failures; plus the file's compression and size. It works on
-any bag or MCAP; given the expectations of one of our exports (counts per topic, nominal
-rates), it also checks those, like `mcap doctor` and `rosbag info` in one.
-
-Every message is read (each chunk decompressed and CRC-checked, each record parsed), counted
-and its log time checked; by default only a sample per topic is fully decoded
-(`SAMPLE_PER_TOPIC`: the first, the last and evenly spread ones between, by the counts of the
-file's index), and header stamps are compared on those. `full=True` (`bridge-lake health
---full`) decodes every message. What the sample misses: a message whose bytes are whole (its
-chunk's CRC holds) but do not decode, such as one a writer serialized wrongly, outside the
-sample; a damaged chunk is found either way (CRC, sizes, record structure).
+(`mcap_ros2` for ros2msg, rosbags for ros1msg, `mcap_protobuf` for protobuf, json), decodes
+every message and reports per topic: count, first/last time, mean rate, gaps, time going
+backwards, header stamps against log times, decode failures; plus the file's compression and
+size. It works on any bag or MCAP; given the expectations of one of our exports (counts per
+topic, nominal rates), it also checks those, like `mcap doctor` and `rosbag info` in one.
 """
 
 from __future__ import annotations
@@ -51,10 +43,6 @@ GAP_FACTOR = 5.0
 """A step longer than 5 median periods of its topic is a gap."""
 RATE_TOLERANCE = 0.3
 MAX_GAPS_LISTED = 20
-SAMPLE_PER_TOPIC = 10
-"""Messages of a topic the default check decodes: the first, the last and 8 spread evenly
-between. The pure-Python decoders cost 20-100 us a message (more for large arrays), so
-decoding all of a 10-minute drive's 740,000 messages took longer than writing them."""
 
 
 class HealthError(BridgeLakeError):
@@ -146,28 +134,10 @@ class FileHealth:
     problems: list[Problem] = field(default_factory=list)
     """file-level problems (missing topics, unreadable parts)."""
     details: dict = field(default_factory=dict)
-    full: bool = True
-    """every message decoded; False: a sample per topic (`SAMPLE_PER_TOPIC`)"""
 
     @property
     def ok(self) -> bool:
         return not self.problems and all(t.ok for t in self.topics.values())
-
-    @property
-    def decoded(self) -> int:
-        return sum(t.decoded + t.decode_errors for t in self.topics.values())
-
-    @property
-    def decode_scope(self) -> str:
-        """What the check decoded, in words."""
-        if any(p.kind == Kind.DAMAGE for p in self.problems):
-            return "nothing decoded (the file is damaged: recover it first)"
-        if self.full:
-            return "every message decoded"
-        return (
-            f"{self.decoded} of {self.messages} messages decoded (a sample: the first, the last "
-            f"and up to {SAMPLE_PER_TOPIC - 2} more per topic; --full decodes all)"
-        )
 
     @property
     def messages(self) -> int:
@@ -181,8 +151,6 @@ class FileHealth:
             "compression": self.compression,
             "ok": self.ok,
             "messages": self.messages,
-            "decoded": self.decoded,
-            "full_decode": self.full,
             "problems": [p.message for p in self.problems],
             "details": self.details,
             "topics": {},
@@ -246,10 +214,8 @@ def check_file(
     *,
     expected_counts: Mapping[str, int] | None = None,
     expected_rates: Mapping[str, float] | None = None,
-    full: bool = False,
 ) -> FileHealth:
-    """Read every message of `path`, decode a sample per topic (`full`: every one) and judge
-    it (see the module docstring)."""
+    """Decode every message of `path` and judge it (see the module docstring)."""
     path = Path(path)
     if not path.exists():
         raise HealthError(f"{path}: no such file or folder")
@@ -259,30 +225,32 @@ def check_file(
         return diagnosed(path, fmt, scan)
     topics: dict[str, TopicHealth] = {}
     times: dict[str, array] = {}  # int64 log times, 8 bytes a message (a list: ~40)
-    picks: dict[str, frozenset[int] | None] = {}  # None: decode every message
-    undecoded_last: dict[str, RosMessage] = {}  # one message a topic: decoded at the end
     try:
         with open_recording(path) as recording:
             compression, details = _describe(recording)
             decode = _decoder(recording)
-            counts = None if full else _index_counts(recording)
             for m in recording.messages():
                 topic = m.channel.topic
                 t = topics.get(topic)
                 if t is None:
                     t = topics[topic] = TopicHealth(topic, _type_of(m.channel, fmt))
                     times[topic] = array("q")
-                    picks[topic] = _sample(counts.get(topic)) if counts is not None else None
-                wanted = picks[topic]
-                if wanted is None or t.messages in wanted:
-                    _decode_one(t, m, decode)
-                    undecoded_last.pop(topic, None)
-                else:
-                    undecoded_last[topic] = m
                 t.messages += 1
                 times[topic].append(m.log_time)
-            for topic, m in undecoded_last.items():
-                _decode_one(topics[topic], m, decode)
+                try:
+                    message = decode(m)
+                except Exception as exc:  # any decoder failure is a finding, not a crash
+                    t.decode_errors += 1
+                    t.first_error = t.first_error or f"{type(exc).__name__}: {exc}"[:300]
+                    continue
+                t.decoded += 1
+                stamp = _header_stamp(message)
+                if stamp is not None:
+                    t.stamped += 1
+                    t.stamp_mismatches += int(stamp != m.log_time)
+                    if t.last_stamp is not None and stamp < t.last_stamp:
+                        t.stamps_backwards += 1
+                    t.last_stamp = stamp
     except HealthError:
         raise
     except Exception as exc:
@@ -292,7 +260,7 @@ def check_file(
         if path.is_dir()
         else path.stat().st_size
     )
-    health = FileHealth(str(path), fmt, size, compression, topics, details=details, full=full)
+    health = FileHealth(str(path), fmt, size, compression, topics, details=details)
     for name, t in topics.items():
         _judge(t, np.frombuffer(times[name], dtype=np.int64), expected_rates or {})
     for name, count in (expected_counts or {}).items():
@@ -307,59 +275,6 @@ def check_file(
         if t.messages != count:
             t.add(Kind.COUNT, f"{t.messages} messages, expected {count}")
     return health
-
-
-def _decode_one(t: TopicHealth, m: RosMessage, decode: Callable[[RosMessage], object]) -> None:
-    """Decode one message of the topic: a failure is a finding, and a header stamp is
-    compared with the log time and the stamp decoded before it (stamps are checked on the
-    decoded messages only)."""
-    try:
-        message = decode(m)
-    except Exception as exc:  # any decoder failure is a finding, not a crash
-        t.decode_errors += 1
-        t.first_error = t.first_error or f"{type(exc).__name__}: {exc}"[:300]
-        return
-    t.decoded += 1
-    stamp = _header_stamp(message)
-    if stamp is not None:
-        t.stamped += 1
-        t.stamp_mismatches += int(stamp != m.log_time)
-        if t.last_stamp is not None and stamp < t.last_stamp:
-            t.stamps_backwards += 1
-        t.last_stamp = stamp
-
-
-def _sample(count: int | None) -> frozenset[int] | None:
-    """Indexes (in reading order) of the messages of a topic of `count` to decode: the first
-    and SAMPLE_PER_TOPIC - 1 more spread evenly to the last; None (every one) when the
-    file's index gives no count. The last message read is decoded whatever the index says."""
-    if count is None:
-        return None
-    return frozenset(
-        np.linspace(0, max(count - 1, 0), SAMPLE_PER_TOPIC).round().astype(int).tolist()
-    )
-
-
-def _index_counts(recording: Recording) -> dict[str, int] | None:
-    """Messages per topic as the file's index states them (MCAP statistics, bag connection
-    counts), or None when it states none."""
-    counts: dict[str, int] = {}
-    if isinstance(recording, McapRecording):
-        stats = recording.summary.statistics if recording.summary is not None else None
-        if stats is None or not stats.channel_message_counts:
-            return None
-        for cid, n in stats.channel_message_counts.items():
-            channel = recording.channels.get(cid)
-            if channel is not None:
-                counts[channel.topic] = counts.get(channel.topic, 0) + int(n)
-        return counts
-    assert isinstance(recording, BagRecording)
-    for c in recording.reader.connections:
-        n = getattr(c, "msgcount", None)
-        if n is None:
-            return None
-        counts[c.topic] = counts.get(c.topic, 0) + int(n)
-    return counts
 
 
 def _judge(t: TopicHealth, times: np.ndarray, rates: Mapping[str, float]) -> None:
@@ -496,7 +411,6 @@ def render_table(h: FileHealth) -> str:
     lines = [
         f"{h.path}: {h.format}, {h.bytes / 1e6:.1f} MB, compression {h.compression}, "
         f"{h.messages} messages, {len(h.topics)} topics — {'OK' if h.ok else 'PROBLEMS'}",
-        f"  {h.decode_scope}",
         f"  {'topic':40} {'type':34} {'msgs':>8} {'rate Hz':>8} {'gaps':>5}  status",
     ]
     for name in sorted(h.topics):
@@ -549,8 +463,7 @@ td, th {{ padding: 2px 8px; border-bottom: 1px solid #ddd; }} td.num {{ text-ali
 svg text {{ font: 11px system-ui, sans-serif; }}</style></head><body>
 <h1>{html.escape(Path(h.path).name)}: {"OK" if h.ok else "problems"}</h1>
 <p>{h.format}, {h.bytes / 1e6:.1f} MB, compression {html.escape(h.compression)},
-{h.messages} messages in {len(h.topics)} topics; {html.escape(h.decode_scope)}.</p>
-<ul>{problems}</ul>
+{h.messages} messages in {len(h.topics)} topics.</p><ul>{problems}</ul>
 <h2>Timeline (bars: messages per time bin; red: gaps)</h2>{"".join(svg)}
 <h2>Topics</h2><table id="topics"><tr><th>topic</th><th>type</th><th>messages</th>
 <th>rate Hz</th><th>gaps</th><th>status</th></tr>{rows}</table></body></html>

@@ -4,9 +4,8 @@ Used by the `exports` asset: every requested format is written (locally into the
 staging area and then renamed over the previous export in one step, so a killed run leaves
 nothing in the exports folder but the old or the new file; for an object-store lake into a
 local temporary folder and then uploaded), and each file is re-opened by independent readers
-(`export.health`: every message read and counted, a sample per topic decoded unless
-`full_decode`) against what the lake says it should hold: the topic's source rows in the
-export, and the nominal rates of the streams behind single-stream topics.
+(`export.health`) against what the lake says it should hold: the topic's source rows in
+the export, and the nominal rates of the streams behind single-stream topics.
 """
 
 from __future__ import annotations
@@ -94,12 +93,9 @@ def export_to_lake(
     request: ExportRequest,
     progress: Callable[[int, int, int], None] | None = None,
     context: DriveContext | None = None,
-    *,
-    full_decode: bool = False,
 ) -> LakeExport:
     """Write one format of a drive into the lake's exports folder and check it (`context`:
-    the drive's lake facts, shared by the formats of one run; `full_decode`: the check
-    decodes every message, not a sample per topic)."""
+    the drive's lake facts, shared by the formats of one run)."""
     ctx = context or DriveContext.load(lake, drive)
     name = f"{drive}{SUFFIX[fmt]}"
     folder = exports_dir(lake.base, drive)
@@ -111,7 +107,7 @@ def export_to_lake(
             result = export_drive(
                 lake, drive, staging / name, request, progress=progress, context=ctx
             )
-            health = _check(ctx, result, full_decode)
+            health = _check(ctx, result)
             target = Path(folder) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             replace_local(str(result.path), str(target))
@@ -124,7 +120,7 @@ def export_to_lake(
         result = export_drive(
             lake, drive, Path(tmp) / name, request, progress=progress, context=ctx
         )
-        health = _check(ctx, result, full_decode)
+        health = _check(ctx, result)
         target = posixpath.join(folder, name)
         lake.fs.put(str(result.path), target, recursive=result.path.is_dir())
     return LakeExport(result, health, lake.url(target))
@@ -146,7 +142,7 @@ def unexported_streams(ctx: DriveContext, result: ExportResult) -> list[Problem]
     ]
 
 
-def _check(ctx: DriveContext, result: ExportResult, full: bool) -> FileHealth:
+def _check(ctx: DriveContext, result: ExportResult) -> FileHealth:
     """The file against the lake: every topic's count (left-out topics count as missing),
     nominal rates, and every generic stream in some topic."""
     health = check_file(
@@ -156,7 +152,6 @@ def _check(ctx: DriveContext, result: ExportResult, full: bool) -> FileHealth:
             **result.left_out_rows,
         },
         expected_rates=expected_rates(ctx, result),
-        full=full,
     )
     health.problems += unexported_streams(ctx, result)
     return health

@@ -2,8 +2,7 @@
 
 A mapping file lists topics; each names a message type, the lake table its rows come from,
 an optional row selection (`where: {column: glob}`) and an optional `split_by` column whose
-values make one topic each (`/vehicle/can_{channel}`); a topic may be named by two rules
-whose `encodings` do not overlap. Two defaults ship, one per source
+values make one topic each (`/vehicle/can_{channel}`). Two defaults ship, one per source
 (`mappings/adtf.yaml`, `mappings/nclt.yaml`), picked by the drive's drive.yaml `source`; a
 drive.yaml `export_mapping: FILE` (relative to the drive folder) or `--mapping FILE`
 replaces it. Every key is validated on load; errors name the file and the key.
@@ -17,15 +16,7 @@ replaces it. Every key is validated on load; errors name the file and the key.
         split_by: channel                 # optional: one topic per distinct value
         frame_id: imu_link                # optional: default the rows' frame_id (cameras:
                                           # its *_optical frame when the rig has one)
-        encodings: [ros1]                 # optional: only outputs of these message
-                                          # encodings (ros1, ros2, protobuf); default all
         options: {...}                    # per type, see OPTIONS
-
-`encodings` lets one mapping give each kind of reader its own form of a stream: the shipped
-ADTF mapping keeps H.264 as foxglove_msgs/CompressedVideo for ROS 2 and protobuf (MCAP, ROS 2
-bags, Foxglove WebSocket) and decodes it to sensor_msgs/Image for ROS 1 (bag1, `--encoding
-ros1` MCAPs, `play --ros1`, `live --ros1`), whose tools have sensor_msgs but not
-foxglove_msgs.
 """
 
 from __future__ import annotations
@@ -51,9 +42,6 @@ from bridge_lake.yaml_input import safe_load
 MAPPINGS = Path(__file__).parent / "mappings"
 """The shipped default mapping of each source: mappings/<source>.yaml."""
 TOPIC_PATTERN = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
-ENCODINGS = ("ros2", "ros1", "protobuf")
-"""The message encodings of an output (MCAP: any; bag2: ros2; bag1: ros1), which a rule's
-`encodings` may name."""
 
 
 MESSAGE_TYPES = KINDS
@@ -70,11 +58,6 @@ LAYER_TABLES = {
 }
 
 
-RULE_KEYS = frozenset(
-    {"topic", "type", "table", "where", "split_by", "frame_id", "encodings", "options"}
-)
-
-
 class MappingError(BridgeLakeError):
     """A mapping file that is unreadable or invalid; names the file and the key."""
 
@@ -89,8 +72,6 @@ class TopicRule:
     split_by: str | None = None
     frame_id: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    encodings: tuple[str, ...] = ENCODINGS
-    """the output encodings the rule applies to"""
 
     def topic_for(self, value: object) -> str:
         """The topic of one split value (the rule's topic when it has no split). Characters a
@@ -120,12 +101,6 @@ class Mapping:
         sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
         shipped = path.parent.resolve() == MAPPINGS.resolve()
         return {"file": path.name, "sha256": sha, "shipped": shipped}
-
-    def for_encoding(self, encoding: str) -> Mapping:
-        """The rules that apply to an output of `encoding` (ros1, ros2, protobuf)."""
-        if encoding not in ENCODINGS:
-            raise MappingError(f"unknown encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
-        return Mapping(self.path, tuple(r for r in self.topics if encoding in r.encodings))
 
 
 def default_mapping_path(source: str) -> Path:
@@ -166,12 +141,12 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
     if not isinstance(entries, list) or not entries:
         raise fail("topics", "expected a non-empty list")
     rules = []
-    seen: dict[str, set[str]] = {}
+    seen: set[str] = set()
     for i, entry in enumerate(entries):
         key = f"topics[{i}]"
         if not isinstance(entry, dict):
             raise fail(key, "expected a mapping")
-        extra = set(entry) - RULE_KEYS
+        extra = set(entry) - {"topic", "type", "table", "where", "split_by", "frame_id", "options"}
         if extra:
             raise fail(f"{key}.{sorted(extra, key=str)[0]}", "unknown key")
         topic = entry.get("topic")
@@ -185,14 +160,9 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
         )
         if not isinstance(plain, str) or not TOPIC_PATTERN.fullmatch(plain):
             raise fail(f"{key}.topic", f"not a ROS topic name: {topic!r}")
-        encodings = _encodings(entry.get("encodings", list(ENCODINGS)), f"{key}.encodings", fail)
-        both = seen.get(topic, set()) & set(encodings)
-        if both:
-            twice = f"{topic} is mapped twice" + (
-                f" for {', '.join(sorted(both))}" if set(encodings) != set(ENCODINGS) else ""
-            )
-            raise fail(f"{key}.topic", twice)
-        seen.setdefault(topic, set()).update(encodings)
+        if topic in seen:
+            raise fail(f"{key}.topic", f"{topic} is mapped twice")
+        seen.add(topic)
         typename = entry.get("type")
         typename = SHORT_NAMES.get(typename, typename) if isinstance(typename, str) else typename
         if not isinstance(typename, str) or typename not in MESSAGE_TYPES:
@@ -250,20 +220,9 @@ def parse_mapping(doc: Any, path: str) -> Mapping:
                 split_by,
                 frame_id,
                 dict(options),
-                encodings,
             )
         )
     return Mapping(path, tuple(rules))
-
-
-def _encodings(value: Any, where: str, fail) -> tuple[str, ...]:
-    """A non-empty list of ENCODINGS, kept in ENCODINGS order."""
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise fail(where, f"expected a non-empty list of {', '.join(ENCODINGS)}")
-    unknown = [v for v in value if v not in ENCODINGS]
-    if unknown:
-        raise fail(where, f"unknown encoding {unknown[0]!r} (one of {', '.join(ENCODINGS)})")
-    return tuple(e for e in ENCODINGS if e in value)
 
 
 def _check_ddl_options(options: dict, where: str, fail) -> None:

@@ -60,8 +60,6 @@ class LiveConfig:
     path: Path
     stream_mapping: StreamMapping
     topic_mapping: TopicMapping
-    """the export mapping's rules for the encoding subscribers get (`Mapping.for_encoding`:
-    ros2 for Foxglove and the live MCAP, ros1 for --ros1)"""
     catalog: Catalog | None = None
     idle_s: float = 10.0
     appear_s: float = 30.0

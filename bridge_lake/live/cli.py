@@ -31,10 +31,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
     config = LiveConfig(
         path=path,
         stream_mapping=resolve_mapping(drive_dir if (drive_dir / "drive.yaml").is_file() else None),
-        # the rules for the messages subscribers get (ROS 1 with --ros1: decoded images)
-        topic_mapping=load_mapping(args.mapping or default_mapping_path("adtf")).for_encoding(
-            "ros1" if args.ros1 else "ros2"
-        ),
+        topic_mapping=load_mapping(args.mapping or default_mapping_path("adtf")),
         catalog=load_catalog(args.catalog_from) if args.catalog_from else None,
         idle_s=args.idle_s,
         appear_s=args.appear_s,

@@ -11,10 +11,9 @@ What cannot be live (said in `offline_only`, never dropped silently): rules on t
 calibrated layer (/tf: poses are fitted over the whole drive), `json` rules and lidar points
 in base_link (they need the lake). /tf_static needs only the rig: with one (`use_rig`) it is
 published once, stamped at the first message, and cameras get their optical frame, as the
-exporter does. A camera (decoded to Images, or H.264 kept as CompressedVideo) whose lane
-starts inside a group of pictures (the next part of a split recording, when the previous
-part's stream had no name) starts at its first key frame; the frames before it cannot be
-decoded and are counted as unpublished.
+exporter does. A camera decoded to Images whose lane starts inside a group of pictures (the
+next part of a split recording, when the previous part's stream had no name) starts at its
+first key frame; the frames before it cannot be decoded and are counted as unpublished.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ import pyarrow.compute as pc
 
 from bridge_lake.export.generic_types import FALLBACK, lane_type, plan_generic
 from bridge_lake.export.kinds import KINDS
-from bridge_lake.export.kinds.compressed import VIDEO_TYPE
 from bridge_lake.export.kinds.ddl import RowSampleBuilder
 from bridge_lake.export.kinds.image import IMAGE
 from bridge_lake.export.kinds.json_rows import JSON_TYPE
@@ -174,7 +172,7 @@ class LiveTopics:
             builder = _LivePointCloud(lane, kind.encoder(ENCODING))
         else:
             builder = kind.open(None, LIVE_DRIVE, lane, ENCODING, 0)
-        decodes = rule.type in (IMAGE, VIDEO_TYPE) and "is_keyframe" in rows.column_names
+        decodes = rule.type == IMAGE and "is_keyframe" in rows.column_names
         return LiveLane(lane, builder, lane_type(lane), awaiting_key=decodes)
 
     def _from_key_frame(self, live: LiveLane, rows: pa.Table) -> pa.Table:

@@ -14,8 +14,7 @@ per scene set; both parse to `FaultSpec`:
 
     camera:drop=0.5%             drop 0.5 % of the messages (0.1-5 %; at least one)
     imu:delay=30ms               every message arrives 30 ms late (log time; stamps kept)
-    camera:black=2               two black frames (raw Image topics only: H.264 kept as
-                                 CompressedVideo has no pixels to zero; also 1%, 500ms@1s)
+    camera:black=2               two black frames (raw images; also 1% or 500ms@1s)
     lidar:missing=2s@10s         no messages for 2 s from 10 s into the scene
                                  (without @: a seeded start)
     can:reorder=5@window=50ms    5 windows of 50 ms whose messages arrive permuted
@@ -383,16 +382,12 @@ def plan_faults(
     for i, spec in enumerate(faults):
         chosen = resolve_selector(spec.topic, topics)
         chosen = [t for t in chosen if len(topics[t])]
-        raw_only = spec.kind == "black" and spec.topic in SENSOR_TYPES
-        if raw_only:  # a sensor kind: its raw image topics (H.264 kept encoded has no pixels)
-            chosen = [t for t in chosen if topics[t].type in BLACKABLE]
         if not chosen:
             if optional:
                 result.skipped.append(spec.compact())
                 continue
-            what = "topic of raw images" if raw_only else "topic"
             raise FaultError(
-                f"fault {spec.compact()}: {spec.topic!r} selects no {what} with messages; "
+                f"fault {spec.compact()}: {spec.topic!r} selects no topic with messages; "
                 f"topics: {', '.join(topics)}"
             )
         made: list[InjectedFault] = []

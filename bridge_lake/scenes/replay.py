@@ -349,8 +349,8 @@ def replay_check(
     decode: bool = True,
 ) -> ReplayReport:
     """Check a scene file at the three levels (module doc); `against` is a lake root.
-    `decode=False` skips decoding every message (the scene_sets asset: payloads are still
-    compared with the source byte for byte)."""
+    `decode=False` skips decoding every message (the scene_sets asset: the exports' health
+    check decodes the same messages; payloads are still compared with the source)."""
     path = Path(path)
     if not path.is_file():
         raise ReplayError(f"{path}: no such file")
@@ -405,7 +405,7 @@ def _data_level(
     health = None
     if decode:
         try:
-            health = check_file(path, full=True)
+            health = check_file(path)
         except HealthError as exc:
             report.checks.append(Check("data", "readable", False, str(exc)))
             return None

@@ -9,11 +9,6 @@ string format; ROS 1 `time timestamp`) has no Header, so no seq in ROS 1; its `f
 follows the variable-length data, and in CDR its uint32 length is aligned to 4, so 0-3 zero
 bytes of padding depend on len(data) % 4: the tail takes one of four byte strings per
 message, picked by a vectorized take.
-
-A CompressedVideo topic of a trimmed export (a scene, `--start`) starts at the key frame at
-or before its window's start, so a player decodes it from its first message: the frames
-between that key frame and the window's start come along (`from_keyframes`, as /tf brings
-the last pose before the window), counted in the topic's expected messages.
 """
 
 from __future__ import annotations
@@ -23,18 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.protobuf.wire import Fields
-from bridge_lake.export.source import Builder, ExportError, Lane, dataset, lane_filter
-from bridge_lake.export.trim import Window
+from bridge_lake.export.source import Builder, ExportError
 from bridge_lake.formats.ros.wire import U4, Layout, header_values, stamp_values
-from bridge_lake.formats.video import NAL_PPS, NAL_SPS, nal_units
-from bridge_lake.lake import Lake
 
 IMAGE_BATCH_ROWS = 32
 CAMERA_FAULTS = ("camera",)
@@ -115,60 +106,6 @@ def video_ros(c: EncodedColumns, ros: int, seq_start: int) -> Serialized:
     return join([fixed_part(head), c.data, tails.take(pa.array(padding))])
 
 
-def keyframe_before(lake: Lake, drive: str, lane: Lane, start_ns: int) -> int:
-    """The time of the lane's last key frame at or before `start_ns` (`start_ns` when the
-    lake has none before it)."""
-    layer, table = lane.rule.table.split("/")
-    data = dataset(lake, layer, table, drive)
-    flt = (pc.field("time_ns") <= start_ns) & pc.field("is_keyframe")
-    sel = lane_filter(lane.selection, None)
-    rows = data.to_table(columns=["time_ns"], filter=flt if sel is None else flt & sel)
-    return int(pc.max(rows.column("time_ns")).as_py()) if rows.num_rows else start_ns
-
-
-def from_keyframes(
-    lake: Lake, drive: str, lane: Lane, windows: list[Window] | None
-) -> tuple[list[Window] | None, list[str]]:
-    """A video lane's windows, each widened back to the key frame at or before its start
-    (merged where they then overlap), and what still keeps a player from decoding the
-    exported stream from its first message: a first frame that is no key frame (the lake
-    has none before it), or a first key frame without SPS and PPS in band (Foxglove reads
-    them from the stream: an encoder that writes them only once leaves a later window
-    undecodable)."""
-    if windows:
-        wide = sorted(
-            (Window(keyframe_before(lake, drive, lane, w.start_ns), w.end_ns) for w in windows),
-            key=lambda w: w.start_ns,
-        )
-        windows = []
-        for w in wide:
-            if windows and w.start_ns <= windows[-1].end_ns:
-                windows[-1] = Window(windows[-1].start_ns, max(windows[-1].end_ns, w.end_ns))
-            else:
-                windows.append(w)
-    layer, table = lane.rule.table.split("/")
-    first = (
-        dataset(lake, layer, table, drive)
-        .head(1, ["encoding", "is_keyframe", "data"], filter=lane_filter(lane.selection, windows))
-        .to_pylist()
-    )
-    warnings = []
-    if first and first[0]["encoding"] == "h264":
-        if not first[0]["is_keyframe"]:
-            warnings.append(
-                f"{lane.topic}: the video starts with a frame that is not a key frame (the lake "
-                "has none before it); players show nothing until its first key frame"
-            )
-        else:
-            _, types = nal_units(np.frombuffer(first[0]["data"], np.uint8))
-            if not {NAL_SPS, NAL_PPS} <= set(types.tolist()):
-                warnings.append(
-                    f"{lane.topic}: its first key frame carries no SPS/PPS in band; Foxglove "
-                    "cannot decode the video (map the camera as sensor_msgs/msg/Image instead)"
-                )
-    return windows, warnings
-
-
 class CompressedBuilder(Builder):
     """camera_frames kept encoded: CompressedImage (format = the lake's encoding) or
     CompressedVideo (H.264 access units only)."""
@@ -196,7 +133,4 @@ IMAGE_KIND = Kind(
 VIDEO_CODEC = Codec(
     columns, video_ros, video_protobuf, "foxglove.CompressedVideo", "compressed_video"
 )
-VIDEO_KIND = Kind(
-    VIDEO_TYPE, TABLES, VIDEO_CODEC, CompressedBuilder, faults=CAMERA_FAULTS,
-    lead_in=from_keyframes,
-)  # fmt: skip
+VIDEO_KIND = Kind(VIDEO_TYPE, TABLES, VIDEO_CODEC, CompressedBuilder, faults=CAMERA_FAULTS)

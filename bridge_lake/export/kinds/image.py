@@ -15,19 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from bridge_lake.export.kinds.compressed import (
-    CAMERA_FAULTS,
-    IMAGE_BATCH_ROWS,
-    TABLES,
-    keyframe_before,
-)
+from bridge_lake.export.kinds.compressed import CAMERA_FAULTS, IMAGE_BATCH_ROWS, TABLES
 from bridge_lake.export.kinds.kind import Codec, Kind
 from bridge_lake.export.messages import arguments as arg
 from bridge_lake.export.messages.serialized import Serialized, fixed_part, join
 from bridge_lake.export.protobuf.wire import Fields
-from bridge_lake.export.source import Batch, Builder, ExportError, times
+from bridge_lake.export.source import Batch, Builder, ExportError, dataset, lane_filter, times
 from bridge_lake.export.trim import Window
 from bridge_lake.formats import video
 from bridge_lake.formats.ros.wire import U1, U4, Layout, header_values
@@ -139,10 +135,7 @@ class ImageBuilder(Builder):
     def batches(self, windows: list[Window] | None) -> Iterator[Batch]:
         wanted = windows
         if windows:
-            windows = [
-                Window(keyframe_before(self.lake, self.drive, self.lane, w.start_ns), w.end_ns)
-                for w in windows
-            ]
+            windows = [Window(self._keyframe_before(w.start_ns), w.end_ns) for w in windows]
         for rows in self.rows(windows):
             t = times(rows)
             images = self.build(rows)
@@ -154,6 +147,14 @@ class ImageBuilder(Builder):
                     t, images = t[keep], images.take(np.flatnonzero(keep))
             if len(t):
                 yield Batch(t - self.shift_ns, images)
+
+    def _keyframe_before(self, start_ns: int) -> int:
+        layer, table = self.lane.rule.table.split("/")
+        data = dataset(self.lake, layer, table, self.drive)
+        flt = (pc.field("time_ns") <= start_ns) & pc.field("is_keyframe")
+        sel = lane_filter(self.lane.selection, None)
+        rows = data.to_table(columns=["time_ns"], filter=flt if sel is None else flt & sel)
+        return int(pc.max(rows.column("time_ns")).as_py()) if rows.num_rows else start_ns
 
     def columns_of(self, rows: pa.Table) -> ImageColumns:
         frames = [

@@ -25,8 +25,6 @@ RosEncoder = Callable[[Any, int, int], Serialized]
 ProtobufEncoder = Callable[[Any], Serialized]
 Encode = Callable[[Any], Serialized]
 """A kind's encoder bound to one export's encoding: validated columns → messages."""
-LeadIn = Callable[[Any, str, "Lane", Any], tuple[Any, list[str]]]
-"""(lake, drive, lane, windows or None) → (the lane's windows, warnings)"""
 
 
 @dataclass(frozen=True)
@@ -64,9 +62,6 @@ class Kind:
     """a ROS bag can carry it (JSON rows need MCAP's schema records)"""
     prefetch: bool = False
     """lanes read one batch ahead on a thread (Parquet and video decoding release the GIL)"""
-    lead_in: LeadIn | None = None
-    """for kinds whose first message must be a starting point (H.264 kept encoded): a
-    lane's windows widened so that it is, and warnings where it still is not"""
 
     def encoder(self, encoding: str) -> Encode:
         """The encoder of one export: `ros1`, `ros2` or `protobuf`."""
@@ -107,4 +102,4 @@ class Kind:
         return encode
 
 
-__all__ = ["Codec", "Encode", "Kind", "LeadIn", "ProtobufEncoder", "RosEncoder"]
+__all__ = ["Codec", "Encode", "Kind", "ProtobufEncoder", "RosEncoder"]

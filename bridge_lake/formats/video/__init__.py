@@ -15,19 +15,11 @@ from bridge_lake.formats.video.codec import (
     encode_image,
     frame_from_pixels,
 )
-from bridge_lake.formats.video.nal import (
-    NAL_IDR,
-    NAL_PPS,
-    NAL_SPS,
-    access_units,
-    nal_units,
-    sps_size,
-)
+from bridge_lake.formats.video.nal import NAL_IDR, NAL_SPS, access_units, nal_units, sps_size
 
 __all__ = [
     "CODECS",
     "NAL_IDR",
-    "NAL_PPS",
     "NAL_SPS",
     "RAW_CHANNELS",
     "RAW_FORMATS",

@@ -9,8 +9,6 @@ NAL_IDR = 5
 """nal_unit_type of a coded slice of an IDR picture (a key frame)."""
 NAL_SPS = 7
 """nal_unit_type of a sequence parameter set."""
-NAL_PPS = 8
-"""nal_unit_type of a picture parameter set."""
 
 
 def nal_units(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
