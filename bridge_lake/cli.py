@@ -63,6 +63,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     """synthesize drives and run the whole pipeline in-process"""
+    from bridge_lake import signal_gate
+
+    signal_gate.install()  # as in ingest: before the imports start threads
     from bridge_lake.demo import run_demo
 
     return run_demo(args.workdir, **_drive_options(args), out=sys.stdout).exit_code
@@ -77,6 +80,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     `dagster dev` on the same home shows the runs."""
     # Exit 0: every drive ok (or warn, or skipped as done); 1: a drive or asset failed or
     # did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM.
+    from bridge_lake import signal_gate
+
+    signal_gate.install()  # before the imports start threads: they inherit its mask
     from bridge_lake import settings
     from bridge_lake.defs.ingest import run_ingest
 

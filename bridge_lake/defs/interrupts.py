@@ -3,33 +3,33 @@
 Dagster terminates a run by recording it CANCELING and interrupting the process executing
 it; the interrupt surfaces inside the step (DagsterExecutionInterruptedError) or before the
 next one, and the run ends CANCELED. An ingest executes its runs in its own main thread,
-where Dagster's handlers take SIGINT (and SIGTERM) while a run executes: they interrupt it.
-`StopWatcher` adds what a terminal user needs around that: a thread woken by every signal
-(`signal.set_wakeup_fd`) records the stop request and marks the run in flight CANCELING in
-the instance; a run that Dagster nevertheless recorded as failed by the interrupt is then
-reported canceled; no further drive starts; a second signal ends the process at once.
-Between runs the signal is only recorded; while a run is being set up or wound up (outside
-Dagster's handlers) it raises KeyboardInterrupt out of `execute_in_process`, and a run left
-unfinished is reported canceled. A KeyboardInterrupt that lands in a finalizer (a database
-connection closed by the garbage collector) is swallowed by Python and printed as "Exception
-ignored"; the watcher's unraisable hook keeps it off the terminal and trips the signal again,
-so the interrupt reaches the code that runs next. One that lands in sqlalchemy's pool while it
-closes a connection is logged there with its traceback and raised again: the interrupt goes
-on, and `_InterruptRecords` keeps that log record off the terminal.
+where Dagster's handlers take SIGINT while a run executes: they interrupt it. The signals
+themselves reach the process through its signal gate (bridge_lake.signal_gate: one thread
+takes them and interrupts the main thread, except inside a held span). `StopWatcher` adds
+what a terminal user needs around that: it is told of every signal first, records the stop
+request and marks the run in flight CANCELING in the instance; a run that Dagster
+nevertheless recorded as failed by the interrupt is then reported canceled; no further drive
+starts; a second signal ends the process at once. Between runs the signal is only recorded;
+while a run is being set up or wound up (outside Dagster's handlers) it raises
+KeyboardInterrupt out of `execute_in_process`, and a run left unfinished is reported
+canceled. A KeyboardInterrupt that lands in a finalizer (a database connection closed by the
+garbage collector) is swallowed by Python and printed as "Exception ignored"; the watcher's
+unraisable hook keeps it off the terminal and has the gate interrupt again, so the interrupt
+reaches the code that runs next. One that lands in sqlalchemy's pool while it closes a
+connection is logged there with its traceback and raised again: the interrupt goes on, and
+`_InterruptRecords` keeps that log record off the terminal.
 
 `publishing()` brackets the span in which a step makes a drive's tables public and records
-their materializations and check results: SIGINT and SIGTERM are blocked in that thread for
-the span and delivered when it ends, so a partition is never visible without the check
-results that let it through. The mask is the thread's, whatever handler Dagster has
-installed meanwhile; it holds the signal when no other thread of the process accepts it,
-as in `bridge-lake ingest` (its only other thread, the watcher, blocks both) and in a step
-process of its own. A process with threads that accept signals would run Python's handler
-in the main thread anyway.
+their materializations and check results: with the gate installed (`bridge-lake ingest`,
+the demo) no stop signal interrupts it, one that comes meanwhile interrupts as the span
+ends, so a partition is never visible without the check results that let it through.
+Without a gate (a step process Dagster started) the span blocks the signals in the main
+thread only, which holds them off only as long as no other thread of the process accepts
+them: there a signal can still cut the span, and the step's re-run publishes again.
 """
 
 from __future__ import annotations
 
-import _thread
 import logging
 import os
 import signal
@@ -41,23 +41,42 @@ from contextlib import contextmanager
 
 import dagster as dg
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from bridge_lake import signal_gate
+
+STOP_SIGNALS = tuple(signal_gate.STOP_SIGNALS)
 POLL_S = 0.05
 """How often a run not yet executing is looked at after a signal."""
 INTERRUPTS = (KeyboardInterrupt, dg.DagsterExecutionInterruptedError)
 """What a SIGINT handler raises: ours and Python's KeyboardInterrupt, Dagster's own while a
 step executes."""
 INTERRUPT_NAMES = frozenset(c.__name__ for c in INTERRUPTS)
-RETRIP = b"\x00"
-"""Written to the watcher's pipe (never a signal number): trip SIGINT again."""
+INTERRUPTED_KEY = "bridge_lake/interrupted"
+"""Metadata of the failure a layer step raises for an interrupt (`interrupted_failure`)."""
+
+
+def interrupted_failure(exc: BaseException) -> dg.Failure:
+    """The failure of a step that was interrupted: not retried. Dagster applies an op's
+    retry policy to interrupts too, so a layer step (retried on infrastructure errors)
+    would otherwise be run again after its delay, and Ctrl-C or Terminate would neither
+    stop the run nor end it soon."""
+    return dg.Failure(
+        f"interrupted ({type(exc).__name__}): the run was asked to stop",
+        metadata={INTERRUPTED_KEY: True},
+        allow_retries=False,
+    )
 
 
 @contextmanager
 def publishing() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM for this span (main thread only: signals reach Python there);
-    one that arrives meanwhile is delivered as the span ends."""
+    """Hold SIGINT and SIGTERM off the main thread for this span; one that arrives
+    meanwhile interrupts as the span ends (see module)."""
     if threading.current_thread() is not threading.main_thread():
         yield
+        return
+    gate = signal_gate.installed()
+    if gate is not None:
+        with gate.held():
+            yield
         return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
@@ -76,49 +95,39 @@ class StopWatcher:
         self.stopped: str | None = None
         self._run_id: str | None = None
         self._lock = threading.RLock()  # the main thread's signal handler takes it too
-        self._thread: threading.Thread | None = None
-        self._pipe: tuple[int, int] | None = None
+        self._gate: signal_gate.SignalGate | None = None
         self._saved: dict[int, object] = {}
-        self._old_fd = -1
         self._seen = 0
-        self._retrips = 0  # SIGINTs tripped again by the watcher, not sent by the user
         self._old_hook = sys.unraisablehook
         self._handlers: list[logging.Handler | None] = []
 
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
             return self
-        r, w = os.pipe()
-        os.set_blocking(w, False)
-        self._pipe = (r, w)
+        self._gate = signal_gate.install()
         for s in STOP_SIGNALS:
             self._saved[s] = signal.signal(s, self._on_signal)
-        self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         self._old_hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
         self._handlers = [logging.lastResort, *logging.getLogger().handlers]
         for h in self._handlers:
             if h is not None:
                 h.addFilter(_INTERRUPT_RECORDS)
-        self._thread = threading.Thread(target=self._watch, name="stop-watcher", daemon=True)
-        self._thread.start()
+        self._gate.listener = self._on_received
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pipe is None:
+        if self._gate is None:
             return
-        signal.set_wakeup_fd(self._old_fd)
+        self._gate.listener = None
         sys.unraisablehook = self._old_hook
         for h in self._handlers:
             if h is not None:
                 h.removeFilter(_INTERRUPT_RECORDS)
         for s, handler in self._saved.items():
             signal.signal(s, handler)  # type: ignore[arg-type]
-        r, w = self._pipe
-        os.close(w)  # ends the watcher's read
-        if self._thread is not None:
-            self._thread.join()
-        os.close(r)
+        self._gate = None
+        signal_gate.release()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         """The main thread's handler whenever Dagster's are not installed: between drives
@@ -133,13 +142,29 @@ class StopWatcher:
 
     def _unraisable(self, info: sys.UnraisableHookArgs) -> None:
         """An interrupt raised inside a finalizer, where Python can only ignore it (a
-        signal's handler raised it there, ours or Dagster's): the watcher trips the signal
-        again (from its thread, so that it is not handled inside this hook) and it
-        interrupts what runs next; anything else goes to the usual hook."""
-        if not issubclass(info.exc_type, INTERRUPTS) or self._pipe is None:
+        signal's handler raised it there, ours or Dagster's): the gate interrupts again
+        (from its thread, so that it is not handled inside this hook) and the interrupt
+        reaches what runs next; anything else goes to the usual hook."""
+        if not issubclass(info.exc_type, INTERRUPTS) or self._gate is None:
             self._old_hook(info)
             return
-        os.write(self._pipe[1], RETRIP)
+        self._gate.trip()
+
+    def _on_received(self, signo: signal.Signals) -> None:
+        """The gate thread got a stop signal (the main thread is interrupted next): the
+        first is a stop request, a second exits at once."""
+        self._seen += 1
+        if self._seen > 1:
+            self.say(f"{signo.name} again: exiting now")
+            sys.stdout.flush()
+            os._exit(130)
+        with self._lock:
+            self.stopped = self.stopped or signo.name
+        self.say(
+            f"\n{signo.name} received: canceling the run in flight, starting no more "
+            "drives (send it again to exit at once)"
+        )
+        threading.Thread(target=self._mark_canceling, daemon=True).start()
 
     @contextmanager
     def running(self, run_id: str) -> Iterator[None]:
@@ -153,39 +178,6 @@ class StopWatcher:
                 self._run_id = None
             if self.stopped:
                 self._settle(run_id)
-
-    def _watch(self) -> None:
-        assert self._pipe is not None
-        # never take a signal here: delivered to this thread it would bypass the main
-        # thread's `publishing()` mask (Python runs the handler in the main thread anyway)
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        while True:
-            data = os.read(self._pipe[0], 64)
-            if not data:
-                return  # the write end closed: the watcher's context ended
-            for signo in data:
-                if signo == RETRIP[0]:
-                    self._retrips += 1
-                    _thread.interrupt_main(signal.SIGINT)
-                    continue
-                if signo not in STOP_SIGNALS:
-                    continue
-                if signo == signal.SIGINT and self._retrips:
-                    self._retrips -= 1
-                    continue
-                name = signal.Signals(signo).name
-                self._seen += 1
-                if self._seen > 1:
-                    self.say(f"{name} again: exiting now")
-                    sys.stdout.flush()
-                    os._exit(130)
-                with self._lock:
-                    self.stopped = self.stopped or name
-                self.say(
-                    f"\n{name} received: canceling the run in flight, starting no more "
-                    "drives (send it again to exit at once)"
-                )
-                threading.Thread(target=self._mark_canceling, daemon=True).start()
 
     def _mark_canceling(self) -> None:
         """The termination request, recorded as the UI's Terminate records it, once the run
@@ -245,6 +237,9 @@ def _interrupted(instance: dg.DagsterInstance, run_id: str) -> bool:
         event = entry.dagster_event
         source = getattr(event.step_failure_data, "error_source", None) if event else None
         if getattr(source, "name", "") == "INTERRUPT":
+            return True
+        user = getattr(event.step_failure_data, "user_failure_data", None) if event else None
+        if user is not None and INTERRUPTED_KEY in (user.metadata or {}):
             return True
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
         event = entry.dagster_event

@@ -17,7 +17,7 @@ from typing import Any
 import dagster as dg
 
 from bridge_lake.defs.checks import check_result
-from bridge_lake.defs.interrupts import publishing
+from bridge_lake.defs.interrupts import INTERRUPTS, interrupted_failure, publishing
 from bridge_lake.defs.partitions import drives
 from bridge_lake.defs.versions import code_version
 from bridge_lake.errors import BridgeLakeError
@@ -34,7 +34,7 @@ a lost connection, a crashed step process under the multiprocess executor), 15 s
 30 s later: a PostgreSQL or S3 blip of up to about 45 s costs a re-run of the step, not the
 run. A step is idempotent (it stages, audits and publishes whole partitions). Errors about
 the drive itself (BridgeLakeError: bad input, named file/offset/key) fail at once: they
-would fail the same way again."""
+would fail the same way again; so does an interrupted step (Ctrl-C, Terminate)."""
 
 
 def layer_asset(layer: str, table: str) -> str:
@@ -58,11 +58,13 @@ def layer_step(
 
     def decorate(step: Callable[..., Iterator[Any]]) -> dg.AssetsDefinition:
         def run(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            with ExitStack() as span:  # the publishing span closes however the step ends
-                try:
+            try:  # an interrupt held by the publishing span comes as the span closes
+                with ExitStack() as span:  # the span closes however the step ends
                     yield from step(*args, **kwargs, publication=Publication(span))
-                except BridgeLakeError as exc:  # the drive's fault: a retry fails again
-                    raise dg.Failure(str(exc), allow_retries=False) from exc
+            except BridgeLakeError as exc:  # the drive's fault: a retry fails again
+                raise dg.Failure(str(exc), allow_retries=False) from exc
+            except INTERRUPTS as exc:  # asked to stop: not an error to retry
+                raise interrupted_failure(exc) from exc
 
         signature = inspect.signature(step)
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]
