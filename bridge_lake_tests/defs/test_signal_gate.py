@@ -57,9 +57,7 @@ SPAN = textwrap.dedent(
 
 
 def test_a_stop_signal_waits_for_the_publishing_span_whatever_thread_takes_it() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", SPAN], capture_output=True, text=True, timeout=60
-    )
+    out = subprocess.run([sys.executable, "-c", SPAN], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["span done", "interrupted after the span"], out
 
