@@ -82,7 +82,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     # did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM.
     from bridge_lake import signal_gate
 
-    signal_gate.install()  # before the imports start threads: they inherit its mask
+    if not args.launch:  # runs execute here: before the imports start threads (see module)
+        signal_gate.install()  # --launch starts a code server: children inherit the mask
     from bridge_lake import settings
     from bridge_lake.defs.ingest import run_ingest
 

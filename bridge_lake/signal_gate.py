@@ -13,7 +13,8 @@ thread takes them with `sigtimedwait`, tells the listener, and interrupts the ma
 the main thread is inside `held()`, in which case the interrupt waits for the span's end.
 
 Child processes inherit the blocked mask, so a command that installs the gate starts none
-(`bridge-lake ingest` keeps Dagster's compute-log children out: defs/compute_logs.py).
+(`bridge-lake ingest` keeps Dagster's compute-log children out: defs/compute_logs.py;
+`ingest --launch` starts a code server and runs nothing itself, so it does without a gate).
 Standard library only: the CLI installs it before importing anything heavy.
 """
 

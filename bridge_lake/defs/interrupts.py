@@ -30,6 +30,7 @@ them: there a signal can still cut the span, and the step's re-run publishes aga
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import signal
@@ -96,6 +97,8 @@ class StopWatcher:
         self._run_id: str | None = None
         self._lock = threading.RLock()  # the main thread's signal handler takes it too
         self._gate: signal_gate.SignalGate | None = None
+        self._entered = False
+        self._retrips = 0  # interrupts tripped again without a gate, not sent by the user
         self._saved: dict[int, object] = {}
         self._seen = 0
         self._old_hook = sys.unraisablehook
@@ -104,7 +107,7 @@ class StopWatcher:
     def __enter__(self) -> StopWatcher:
         if threading.current_thread() is not threading.main_thread():
             return self
-        self._gate = signal_gate.install()
+        self._gate = signal_gate.installed()
         for s in STOP_SIGNALS:
             self._saved[s] = signal.signal(s, self._on_signal)
         self._old_hook = sys.unraisablehook
@@ -113,13 +116,16 @@ class StopWatcher:
         for h in self._handlers:
             if h is not None:
                 h.addFilter(_INTERRUPT_RECORDS)
-        self._gate.listener = self._on_received
+        if self._gate is not None:
+            self._gate.listener = self._on_received
+        self._entered = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._gate is None:
+        if not self._entered:
             return
-        self._gate.listener = None
+        if self._gate is not None:
+            self._gate.listener = None
         sys.unraisablehook = self._old_hook
         for h in self._handlers:
             if h is not None:
@@ -127,13 +133,20 @@ class StopWatcher:
         for s, handler in self._saved.items():
             signal.signal(s, handler)  # type: ignore[arg-type]
         self._gate = None
-        signal_gate.release()
+        self._entered = False
 
     def _on_signal(self, signum: int, frame: object) -> None:
         """The main thread's handler whenever Dagster's are not installed: between drives
         the watcher has recorded the signal and nothing is interrupted; while a run is
         being set up (before Dagster executes it) or wound up, KeyboardInterrupt leaves
-        `execute_in_process` and the run is settled as canceled by `running()`."""
+        `execute_in_process` and the run is settled as canceled by `running()`. Without
+        a gate (`ingest --launch`: its runs execute elsewhere) the signal itself comes
+        here, and this handler is the one told of it."""
+        if self._gate is None:
+            if self._retrips:
+                self._retrips -= 1  # tripped again by `_unraisable`, not sent
+            else:
+                self._on_received(signal.Signals(signum))
         with self._lock:
             pending = self._run_id is not None
             self.stopped = self.stopped or signal.Signals(signum).name
@@ -145,14 +158,19 @@ class StopWatcher:
         signal's handler raised it there, ours or Dagster's): the gate interrupts again
         (from its thread, so that it is not handled inside this hook) and the interrupt
         reaches what runs next; anything else goes to the usual hook."""
-        if not issubclass(info.exc_type, INTERRUPTS) or self._gate is None:
+        if not issubclass(info.exc_type, INTERRUPTS):
             self._old_hook(info)
-            return
-        self._gate.trip()
+        elif self._gate is not None:
+            self._gate.trip()
+        else:
+            self._retrips += 1
+            trip = threading.Timer(POLL_S, _thread.interrupt_main)  # once the hook returned
+            trip.daemon = True
+            trip.start()
 
     def _on_received(self, signo: signal.Signals) -> None:
-        """The gate thread got a stop signal (the main thread is interrupted next): the
-        first is a stop request, a second exits at once."""
+        """A stop signal came (told by the gate thread before it interrupts the main
+        thread, or by `_on_signal`): the first is a stop request, a second exits at once."""
         self._seen += 1
         if self._seen > 1:
             self.say(f"{signo.name} again: exiting now")

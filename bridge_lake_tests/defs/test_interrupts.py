@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from bridge_lake_tests.conftest import REPO
 
 SCRIPT = """
@@ -33,7 +35,10 @@ def test_signal_waits_for_the_publishing_span():
 
 
 FINALIZER = """
-import gc, os, signal, time
+import gc, os, signal, sys, time
+if sys.argv[1] == "gate":  # as `bridge-lake ingest` runs; `ingest --launch` has none
+    from bridge_lake import signal_gate
+    signal_gate.install()
 import dagster as dg
 from bridge_lake.defs.interrupts import StopWatcher
 
@@ -62,14 +67,15 @@ print(caught, watcher.stopped, len(said))
 """
 
 
-def test_an_interrupt_inside_a_finalizer_is_not_lost_nor_printed():
+@pytest.mark.parametrize("gate", ["gate", "no-gate"])
+def test_an_interrupt_inside_a_finalizer_is_not_lost_nor_printed(gate):
     """The handler's KeyboardInterrupt raised in a finalizer (CI: sqlalchemy closing a
     connection) is ignored by Python with a traceback on stderr; the watcher keeps it off
     stderr, trips the signal again, and the code after the finalizer is interrupted. The
     re-trip is not taken for the user's second signal (which would exit at once)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.run([sys.executable, "-c", FINALIZER], capture_output=True, text=True,
-                         env=env, timeout=120)  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", FINALIZER, gate], capture_output=True,
+                         text=True, env=env, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
     assert run.stdout.split() == ["KeyboardInterrupt", "SIGINT", "1"], run.stdout + run.stderr
