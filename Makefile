@@ -49,12 +49,14 @@ redis:
 	  else echo "install Redis (e.g. 'sudo apt-get install redis-server') to run the tests"; \
 	    exit 1; fi; }
 
-## ros1: Debian's ROS 1 for the ROS 1 tests (roscore, rosbag and its Python API, roscpp,
-## topic_tools, g++ for their subscriber; root). Where apt has no ROS 1 (not Debian) they skip.
-ROS1_PACKAGES := ros-core python3-rosbag libroscpp-dev libtopic-tools-dev g++
+## ros1: Debian's ROS 1 for the ROS 1 tests and the README (roscore, rosbag and its Python
+## API, roscpp, topic_tools, g++ for the tests' subscriber, sensor_msgs for `rostopic echo`;
+## root). Where apt has no ROS 1 (not Debian) the tests skip.
+ROS1_PACKAGES := ros-core python3-rosbag libroscpp-dev libtopic-tools-dev python3-sensor-msgs g++
 ros1:
 	@{ test -x /usr/bin/roscore && test -x /usr/bin/rosbag && command -v g++ >/dev/null && \
-	   test -f /usr/include/topic_tools/shape_shifter.h; } || { \
+	   test -f /usr/include/topic_tools/shape_shifter.h && \
+	   test -d /usr/lib/python3/dist-packages/sensor_msgs; } || { \
 	  if ! command -v apt-get >/dev/null; then \
 	    echo "no apt-get: the ROS 1 tests will skip (they need Debian's ROS 1)"; \
 	  elif [ "$$(id -u)" = 0 ]; then \

@@ -8,14 +8,19 @@ under test). Each fenced `sh` block then runs in its own `bash -eu` with a bare
 environment (no DAGSTER_HOME, no venv on PATH), after the Quick start's block that the
 README says sets up a shell; `python` and `sql` blocks run with the venv's Python and
 DuckDB; the `text` block (the command synopsis) must name only options the parser has.
-Commands that start servers are not run; SKIPPED lists each with its reason.
+Commands that start servers are not run; SKIPPED lists each with its reason. Blocks that use
+ROS 1's tools run in a test of their own, under the ROS 1 tests' rule (`ros1_graph.require`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shlex
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,7 +36,8 @@ SKIPPED = {
     "dagster-webserver servers",
     "bridge-lake play": "starts a Foxglove WebSocket server (or a ROS 1 publisher) and serves "
     "until stopped",
-    "rostopic echo": "needs a ROS master (roscore) running",
+    "rostopic echo": "prints what the players publish (the players are what is tested)",
+    "apt-get install": "installs system packages as root (`make ros1` does it for the tests)",
 }
 """Commands the test does not run, by how they start, and why."""
 ENV = {
@@ -59,6 +65,14 @@ def commands(block: str) -> list[str]:
             out.append(line)
         line = ""
     return out
+
+
+ROS1_TOOLS = ("roscore", "rosbag ", "rostopic ")
+"""A block with a command starting so needs Debian's ROS 1."""
+
+
+def _needs_ros1(block: str) -> bool:
+    return any(c.strip().startswith(ROS1_TOOLS) for c in commands(block))
 
 
 def _skip_reason(command: str) -> str | None:
@@ -106,31 +120,44 @@ def _bash(clone: Path, script: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def _script(lang: str, block: str, setup: str, skipped: set[str]) -> str | None:
+    """The bash script that runs a block after the shell setup (None: nothing to run);
+    the commands left out go into `skipped`."""
+    if lang == "sh":
+        run = []
+        for command in commands(block):
+            if _skip_reason(command) is None:
+                run.append(command)
+            else:
+                skipped.add(command.split()[0] + " " + command.split()[1])
+        if not run or block == setup:
+            return None
+        return setup + "\n" + "\n".join(run)
+    if lang == "python":
+        return f"{setup}\npython - <<'PYTHON'\n{block}PYTHON"
+    if lang == "sql":
+        program = f"import duckdb\nprint(duckdb.sql({block!r}).fetchall())"
+        return f"{setup}\npython -c {shlex.quote(program)}"
+    return None
+
+
+def _run(clone: Path, block: str, script: str) -> None:
+    done = _bash(clone, script)
+    assert done.returncode == 0, (block, done.stdout[-2000:], done.stderr[-3000:])
+    assert "Traceback" not in done.stderr, (block, done.stderr[-3000:])
+
+
 def test_every_readme_command_works_from_a_fresh_shell(clone):
     ran, skipped = [], set()
     setup = _shell_setup()
     for lang, block in blocks():
-        if lang == "sh":
-            run = []
-            for command in commands(block):
-                why = _skip_reason(command)
-                if why is None:
-                    run.append(command)
-                else:
-                    skipped.add(command.split()[0] + " " + command.split()[1])
-            if not run or block == setup:
-                continue
-            script = setup + "\n" + "\n".join(run)
-        elif lang == "python":
-            script = f"{setup}\npython - <<'PYTHON'\n{block}PYTHON"
-        elif lang == "sql":
-            program = f"import duckdb\nprint(duckdb.sql({block!r}).fetchall())"
-            script = f"{setup}\npython -c {shlex.quote(program)}"
-        else:
+        if lang == "sh" and _needs_ros1(block):
+            _script(lang, block, setup, skipped)  # run by the ROS 1 test below
             continue
-        done = _bash(clone, script)
-        assert done.returncode == 0, (block, done.stdout[-2000:], done.stderr[-3000:])
-        assert "Traceback" not in done.stderr, (block, done.stderr[-3000:])
+        script = _script(lang, block, setup, skipped)
+        if script is None:
+            continue
+        _run(clone, block, script)
         ran.append(block)
     assert skipped == {"make demo", *SKIPPED}  # every skip still names a README command
     assert len(ran) >= 6
@@ -141,6 +168,34 @@ def test_every_readme_command_works_from_a_fresh_shell(clone):
     )
     found = _bash(clone, f"{setup}\npython -c {shlex.quote(program)}")
     assert found.stdout.split("\n")[-2] == "['adtf-test-vehicle-s1', 'nclt-2012-01-08-s0']"
+
+
+@pytest.mark.usefixtures("ros1")
+def test_the_ros1_commands_work_with_debians_ros1(clone):
+    """The "With ROS 1" block: an export `rosbag check` passes, `rosbag play` of it while
+    `rosbag record --lz4` records, and `health` on what ROS recorded."""
+    setup = _shell_setup()
+    ros = [b for lang, b in blocks() if lang == "sh" and _needs_ros1(b)]
+    assert ros
+    for block in ros:
+        script = _script("sh", block, setup, set())
+        assert script is not None
+        # in a session of its own: a block that fails midway leaves no roscore behind
+        proc = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=clone, env=_env(clone), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, start_new_session=True,
+        )  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=180)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                time.sleep(1)
+        assert proc.returncode == 0, (block, out[-2000:], err[-3000:])
+        assert "Traceback" not in err, (block, err[-3000:])
+    assert (clone / "recorded.bag").is_file()
 
 
 def test_dagster_commands_need_the_readme_setup(clone):
