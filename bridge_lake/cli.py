@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -65,10 +66,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     """synthesize drives and run the whole pipeline in-process"""
     from bridge_lake import signal_gate
 
-    signal_gate.install()  # as in ingest: before the imports start threads
-    from bridge_lake.demo import run_demo
+    with signal_gate.gated():  # as in ingest: before the imports start threads
+        from bridge_lake.demo import run_demo
 
-    return run_demo(args.workdir, **_drive_options(args), out=sys.stdout).exit_code
+        return run_demo(args.workdir, **_drive_options(args), out=sys.stdout).exit_code
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -82,22 +83,23 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     # did not run; 2: an error before anything ran; 130: stopped by SIGINT / SIGTERM.
     from bridge_lake import signal_gate
 
-    if not args.launch:  # runs execute here: before the imports start threads (see module)
-        signal_gate.install()  # --launch starts a code server: children inherit the mask
-    from bridge_lake import settings
-    from bridge_lake.defs.ingest import run_ingest
+    # runs execute here: the gate goes in before the imports start threads (see its module);
+    # --launch starts a code server, whose children would inherit the mask, and runs nothing
+    with signal_gate.gated() if not args.launch else contextlib.nullcontext():
+        from bridge_lake import settings
+        from bridge_lake.defs.ingest import run_ingest
 
-    lake = args.lake or settings.lake_root()
-    result = run_ingest(
-        str(args.landing),
-        lake,
-        args.drive,
-        out=sys.stdout,
-        launch=args.launch,
-        wait=args.wait,
-        force=args.force,
-    )
-    return result.exit_code
+        lake = args.lake or settings.lake_root()
+        result = run_ingest(
+            str(args.landing),
+            lake,
+            args.drive,
+            out=sys.stdout,
+            launch=args.launch,
+            wait=args.wait,
+            force=args.force,
+        )
+        return result.exit_code
 
 
 def _cmd_info(args: argparse.Namespace) -> int:

@@ -15,6 +15,9 @@ the main thread is inside `held()`, in which case the interrupt waits for the sp
 Child processes inherit the blocked mask, so a command that installs the gate starts none
 (`bridge-lake ingest` keeps Dagster's compute-log children out: defs/compute_logs.py;
 `ingest --launch` starts a code server and runs nothing itself, so it does without a gate).
+A command holds the gate for its own span only (`gated()`): run in-process, as the tests run
+commands, it leaves the process's mask as it found it, and processes started afterwards stop
+on SIGINT and SIGTERM again (CI saw `bridge-lake play` children that ignored them).
 Standard library only: the CLI installs it before importing anything heavy.
 """
 
@@ -93,18 +96,19 @@ class SignalGate:
 
 _GATE: SignalGate | None = None
 _USERS = 0
+_MASK_BEFORE: set[signal.Signals] = set()
+"""The main thread's mask when the gate was installed; `release()` restores it."""
 
 
 def install() -> SignalGate:
     """The process's gate, started by the first of its users (in the main thread, ideally
     before any other thread exists: threads started earlier keep accepting the signals).
-    Each call is paired with `release()`; a command that installs it for its whole life
-    need not release it."""
-    global _GATE, _USERS
+    Each call is paired with `release()` (`gated()` pairs them)."""
+    global _GATE, _USERS, _MASK_BEFORE
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("the signal gate is installed from the main thread")
     if _GATE is None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        _MASK_BEFORE = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         _GATE = SignalGate()
         _GATE._thread.start()
     _USERS += 1
@@ -112,8 +116,8 @@ def install() -> SignalGate:
 
 
 def release() -> None:
-    """One user of the gate is done; the last one stops it and unblocks the signals in the
-    main thread (a signal still pending then reaches its Python handler as usual)."""
+    """One user of the gate is done; the last one stops it and gives the main thread back
+    its mask from before (a signal still pending then reaches its Python handler as usual)."""
     global _GATE, _USERS
     _USERS -= 1
     if _USERS or _GATE is None:
@@ -121,7 +125,17 @@ def release() -> None:
     gate, _GATE = _GATE, None
     gate._closing.set()
     gate._thread.join()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS - _MASK_BEFORE)
+
+
+@contextmanager
+def gated() -> Iterator[SignalGate]:
+    """The gate for the span of a command: `install()` on entry, `release()` on exit."""
+    gate = install()
+    try:
+        yield gate
+    finally:
+        release()
 
 
 def installed() -> SignalGate | None:

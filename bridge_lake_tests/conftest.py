@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,17 @@ route: ring road
 weather: sunny
 notes: fixture drive
 """
+
+
+@pytest.fixture(autouse=True)
+def _signal_mask_left_as_found() -> Iterator[None]:
+    """No test (an in-process `bridge-lake ingest` or demo: the signal gate) leaves SIGINT or
+    SIGTERM blocked in the test process: every process a later test starts would inherit
+    the mask and ignore them (CI: `bridge-lake play` children that never stopped)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    after = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert after == before, f"the test left the signal mask {sorted(after)}, not {sorted(before)}"
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ and the run went on to SUCCESS."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -79,3 +80,35 @@ def test_an_interrupted_layer_step_fails_at_once_as_interrupted(tmp_path) -> Non
         (failure,) = [e for e in result.all_events if e.is_step_failure]
         assert INTERRUPTED_KEY in failure.step_failure_data.user_failure_data.metadata
         assert _interrupted(instance, result.run_id)
+
+
+AFTERWARDS = textwrap.dedent(
+    """
+    import signal, subprocess, sys
+    from bridge_lake import signal_gate
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1, signal.SIGTERM])
+    with signal_gate.gated():
+        with signal_gate.gated():  # nested users share the one gate
+            pass
+        assert signal_gate.installed() is not None
+    assert signal_gate.installed() is None
+    print(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+    with signal_gate.gated():
+        pass
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child.send_signal(signal.SIGINT)  # a process started after the command stops on it
+    print(child.wait(timeout=10))
+    """
+)
+
+
+def test_a_command_leaves_the_mask_as_it_found_it() -> None:
+    """`bridge-lake ingest` run in-process (as the tests run it) gave every process started
+    afterwards a mask that blocked SIGINT and SIGTERM."""
+    out = subprocess.run(
+        [sys.executable, "-c", AFTERWARDS], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    usr1, term = int(signal.SIGUSR1), int(signal.SIGTERM)
+    assert out.stdout.split("\n")[:2] == [f"[{usr1}, {term}]", str(-signal.SIGINT)], out
