@@ -88,6 +88,16 @@ def test_without_catalog_names_are_provisional_and_the_close_reports_the_real_on
     assert diffs == {(sid, "name"): (f"stream_{sid}", name) for sid, name in names.items()}
 
 
+def test_without_catalog_or_inline_types_sample_times_keep_their_ns(recordings, tmp_path):
+    """An ADTF 3.5 file with no type chunks, followed without a catalog: its sample times
+    are ns (they were taken as us, and `bridge-lake live` of a synthetic .dat overflowed)."""
+    path = recordings["src"]
+    follower = AdtfFollower(tmp_path / "grow.dat")
+    got = _grow(path.read_bytes(), tmp_path / "grow.dat", follower, 6, 80_000)
+    assert all(s.stream_type is None for s in follower.streams.values())
+    assert got == _truth(path)
+
+
 def test_adtf2_without_catalog_publishes_raw_payloads_and_says_so(recordings, tmp_path):
     follower = AdtfFollower(tmp_path / "grow.dat")
     target = tmp_path / "grow.dat"

@@ -449,14 +449,8 @@ class AdtfFollower:
             else:
                 stream = _stream(sid, name, KIND_ADTF2, None, None)
         elif stype is not None:
-            serializer = (
-                known.serializer
-                if known is not None and known.serializer
-                else SERIALIZER_COPY_NS
-                if h.version >= 0x0500
-                else SERIALIZER_COPY
-            )
-            stream = _stream(sid, name, KIND_ADTF3, stype, serializer)
+            serializer = known.serializer if known is not None and known.serializer else None
+            stream = _stream(sid, name, KIND_ADTF3, stype, serializer or _serializer(h.version))
             issues = ifhd.Issues(strict=False)
             attach_ddl(stream, stype, path=self.path, offset=offset, issues=issues)
             out.notices += [str(e) for e in issues.items]
@@ -467,8 +461,8 @@ class AdtfFollower:
                 )
         elif known is not None:
             stream = _copy(known)
-        else:
-            stream = _stream(sid, name, KIND_ADTF3, None, None)
+        else:  # neither type nor catalog yet: the sample times' unit is the version's
+            stream = _stream(sid, name, KIND_ADTF3, None, _serializer(h.version))
         if name.startswith(PROVISIONAL_PREFIX) and (known is None or not known.name):
             self.provisional.add(sid)
             out.notices.append(
@@ -513,6 +507,13 @@ class AdtfFollower:
 
 def _blank_header(version: int) -> ifhd.FileHeader:
     return ifhd.FileHeader(version, 0, 0, 0, ifhd.HEADER_SIZE, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, "")
+
+
+def _serializer(version: int) -> str:
+    """The serializer a stream of a file of this version is read with before its catalog
+    is known: ADTF 3.5+ (0x0500) files store sample times in ns, older ones in us (a guess
+    of us for a ns file made them overflow int64)."""
+    return SERIALIZER_COPY_NS if version >= 0x0500 else SERIALIZER_COPY
 
 
 def _stream(sid: int, name: str, kind: str, stype, serializer: str | None) -> Stream:
