@@ -13,7 +13,7 @@ thread takes them with `sigtimedwait`, tells the listener, and interrupts the ma
 the main thread is inside `held()`, in which case the interrupt waits for the span's end.
 
 Child processes inherit the blocked mask, so a command that installs the gate starts none
-(`bridge-lake ingest` keeps Dagster's compute-log children out: defs/compute_logs.py;
+(`bridge-lake ingest` and the demo keep Dagster's compute-log children out: defs/compute_logs.py;
 `ingest --launch` starts a code server and runs nothing itself, so it does without a gate).
 A command holds the gate for its own span only (`gated()`): run in-process, as the tests run
 commands, it leaves the process's mask as it found it, and processes started afterwards stop

@@ -1,7 +1,9 @@
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -55,10 +57,24 @@ def test_synth_is_deterministic(tmp_path):
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
 
 
+def _command_lines() -> list[str]:
+    """The command line of every process of the machine (Linux /proc)."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            lines.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return lines
+
+
 def test_demo_runs_the_pipeline_and_prints_summary(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     assert main(["demo", "--workdir", str(tmp_path), "--minutes", "0.05"]) == 0
     out = capsys.readouterr().out
+    # no process outlives the demo (its export runs mirrored compute logs through `tail -F`
+    # children that inherited the signal gate's mask: each step waited 30 s for them to
+    # stop, and they never did)
+    left = [c for c in _command_lines() if str(tmp_path) in c]
+    assert left == []
     from bridge_lake.definitions import LAKE_ASSETS
 
     per_drive = sum(len(a.keys) for a in LAKE_ASSETS)  # raw 1, normalized 13, calibrated 4, ...

@@ -249,7 +249,7 @@ def export_drives(
     from bridge_lake.definitions import ON_DEMAND
 
     tags = {d.drive_id: {DRIVE_TAG: d.drive_id, SOURCE_TAG: d.source} for d in drives}
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    with open_instance(home) as instance:
         with StopWatcher(instance, lambda s: print(s, file=out, flush=True)) as watcher:
             todo = [d.drive_id for d in drives]
             nodes = asset_nodes(ON_DEMAND)
