@@ -114,15 +114,11 @@ def run(args: argparse.Namespace) -> int:
             report.outcome, report.error = "error", str(exc)
             report.finished()
             raise
-        finally:
-            if report.wall_s or report.error:
-                _finish(report, args)
+        finally:  # an error before anything was sent is the CLI's one line, no table
+            if report.sent() or (report.wall_s and not report.error):
+                print(report.table(), flush=True)
+            if args.report is not None and (report.wall_s or report.error):
+                report.write(args.report)
     finally:
         source.close()
     return 130 if report.outcome == "interrupted" else 0
-
-
-def _finish(report, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
-    print(report.table(), flush=True)
-    if args.report is not None:
-        report.write(args.report)

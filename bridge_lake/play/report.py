@@ -143,16 +143,20 @@ class PlayReport:
         rate = "max speed" if self.rate is None else f"{self.rate:g}x"
         lines.append(
             f"{self.outcome} after {d['wall_s']:.1f} s at {rate}: "
-            f"CPU {d['cpu_percent_of_one_core']} % of one core, "
-            f"RSS {d['rss_min_mb']}-{d['rss_max_mb']} MB "
-            f"(jitter {d['rss_jitter_mb']} MB), {self.seeks} seeks"
+            f"CPU {_f(d['cpu_percent_of_one_core'])} % of one core, "
+            f"RSS {_f(d['rss_min_mb'])}-{_f(d['rss_max_mb'])} MB "
+            f"(jitter {_f(d['rss_jitter_mb'])} MB), {self.seeks} seeks"
             + (f", {len(self.faults)} faults injected" if self.faults_planned else "")
         )
         for topic, n in sorted(self.dropped.items()):
             lines.append(f"{topic}: {n} messages dropped for a subscriber that fell behind")
-        if self.error:
-            lines.append(f"{'stopped' if self.outcome == 'stopped' else 'error'}: {self.error}")
+        if self.error and self.outcome == "stopped":  # an error's line is the CLI's own
+            lines.append(f"stopped: {self.error}")
         return "\n".join(lines)
+
+    def sent(self) -> int:
+        """Messages sent so far, on every topic."""
+        return sum(t.messages for t in self.topics.values())
 
 
 def _mb(n: int | None) -> float | None:
@@ -160,4 +164,5 @@ def _mb(n: int | None) -> float | None:
 
 
 def _f(v: float | None) -> str:
-    return "-" if v is None else f"{v:g}"
+    """A measured value for the table: `-` when there is none, never in exponent form."""
+    return "-" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"

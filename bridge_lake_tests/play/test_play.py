@@ -348,6 +348,17 @@ def test_damaged_bag_record_names_path_and_offset(tmp_path):
     one_line_error(cli(str(path), "--max-speed"), str(path), f"offset {chunk[0]}:")
 
 
+def test_an_error_before_anything_was_sent_is_said_once(tmp_path, monkeypatch):
+    """No ROS master: one line on stderr and no empty table with `CPU None %` on stdout (the
+    error was printed on both)."""
+    path = write_mcap(tmp_path / "a.mcap", seconds=1.0)
+    monkeypatch.setenv("ROS_MASTER_URI", f"http://127.0.0.1:{_free_port()}")
+    result = cli(str(path), "--ros1", "--topics", "/chatter", "--report", str(tmp_path / "r.json"))
+    one_line_error(result, "cannot reach the ROS master")
+    assert result.stdout == ""
+    assert json.loads((tmp_path / "r.json").read_text())["outcome"] == "error"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
