@@ -33,7 +33,7 @@ from bridge_lake.scenes.faults import (
 class LiveFaults:
     def __init__(self, source: Recording, specs: Sequence[FaultSpec], seed: int) -> None:
         times: dict[int, array] = {cid: array("q") for cid in source.channels}
-        for m in source.messages():
+        for m in source.messages_in_time_order():  # as the player plays them
             times[m.channel.id].append(m.log_time)
         topics: dict[str, TopicMessages] = {}
         self._ids: dict[int, str] = {}

@@ -156,7 +156,9 @@ class Player:
     # --- reading ---------------------------------------------------------------------------
 
     def _messages(self, start_ns: int) -> Iterator[RosMessage]:
-        it = self.source.messages(start_ns if start_ns > self.source.start_ns else None)
+        it = self.source.messages_in_time_order(
+            start_ns if start_ns > self.source.start_ns else None
+        )
         if self.faults is not None:
             it = self.faults.stream(it, start_ns if start_ns > self.source.start_ns else None)
         it = self._window(it, start_ns)
@@ -169,7 +171,7 @@ class Player:
             if m.log_time < start_ns or m.channel.id not in self.chosen:
                 continue
             if m.log_time > self.last_ns:
-                if self.source.time_ordered and self.faults is None:
+                if self.faults is None:  # in time order: nothing later is in the window
                     return
                 continue
             yield m
@@ -249,7 +251,7 @@ class Player:
         if not latched or self.first_ns <= self.source.start_ns:
             return
         seen: set[int] = set()
-        for m in self.source.messages():
+        for m in self.source.messages_in_time_order():
             if m.log_time >= self.first_ns or seen == latched:
                 break
             if m.channel.id in latched:

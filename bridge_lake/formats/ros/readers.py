@@ -18,8 +18,10 @@ Damage is a `RecordingError` naming the path and the offset of the chunk or reco
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,6 +84,17 @@ class Recording:
     ) -> Iterator[RosMessage]:
         """The messages from `start_ns` on, of `topics` only when given."""
         raise NotImplementedError
+
+    def messages_in_time_order(
+        self, start_ns: int | None = None, topics: Collection[str] | None = None
+    ) -> Iterator[RosMessage]:
+        """`messages` in log time order, equal times in reading order: what a player plays
+        (as `ros2 bag play` and Foxglove do). A reader that yields so already streams;
+        another one is sorted in memory (MCAP overrides it to stream through its index)."""
+        stream = self.messages(start_ns) if topics is None else self.messages(start_ns, topics)
+        if self.time_ordered:
+            return stream
+        return iter(sorted(stream, key=lambda m: m.log_time))
 
     def close(self) -> None:
         """Release the files; `messages` iterators opened before stop working."""
@@ -181,6 +194,44 @@ class McapRecording(Recording):
         wanted = set(topics)
         return (m for m in stream if m.channel.topic in wanted)
 
+    def messages_in_time_order(
+        self, start_ns: int | None = None, topics: Collection[str] | None = None
+    ) -> Iterator[RosMessage]:
+        """In log time order with memory bounded by how far the file's chunks overlap in
+        time: a message waits in a heap until no chunk still to be read starts before it
+        (what the `mcap` reader's log_time_order does). A file of disjoint chunks in time
+        order holds one chunk at most; one without chunk indexes is sorted in memory. The
+        live bridge writes each poll stream by stream, so its MCAPs go back 7 s at times."""
+        if not self._chunk_indexes:
+            return super().messages_in_time_order(start_ns, topics)
+        return self._merged(start_ns, set(topics) if topics is not None else None)
+
+    def _merged(self, start_ns: int | None, wanted: set[str] | None) -> Iterator[RosMessage]:
+        # the least start time of each chunk and of every chunk after it in the file
+        starts = [c.message_start_time for c in self._chunk_indexes]
+        least = list(itertools.accumulate(reversed(starts), min))[::-1]
+        chunks = zip(self._chunk_indexes, least, strict=True)
+        horizon_at = {c.chunk_start_offset: t for c, t in chunks}
+        horizon = [-1]  # of the chunk being read; raised at each chunk's start
+
+        def entered(offset: int) -> None:
+            horizon[0] = horizon_at.get(offset, horizon[0])
+
+        offset = 0
+        if start_ns is not None:
+            reaching = [c for c in self._chunk_indexes if c.message_end_time >= start_ns]
+            if not reaching:
+                return
+            offset = reaching[0].chunk_start_offset
+        heap: list[tuple[int, int, RosMessage]] = []
+        for seq, m in enumerate(self._stream(offset, start_ns, collect=False, entered=entered)):
+            if wanted is None or m.channel.topic in wanted:
+                heapq.heappush(heap, (m.log_time, seq, m))
+            while heap and heap[0][0] <= horizon[0]:
+                yield heapq.heappop(heap)[2]
+        while heap:
+            yield heapq.heappop(heap)[2]
+
     def metadata(self) -> list[tuple[str, dict[str, str]]]:
         """(name, key/values) of the file's metadata records, through the summary's index."""
         return [(m.name, dict(m.metadata)) for m in self._indexed("iter_metadata")]
@@ -200,7 +251,15 @@ class McapRecording(Recording):
         except Exception as exc:  # the mcap library's errors on a damaged summary
             raise RecordingError(f"{self.path}: damaged MCAP summary: {_what(exc)}") from exc
 
-    def _stream(self, offset: int, start_ns: int | None, *, collect: bool) -> Iterator[RosMessage]:
+    def _stream(
+        self,
+        offset: int,
+        start_ns: int | None,
+        *,
+        collect: bool,
+        entered: Callable[[int], None] | None = None,
+    ) -> Iterator[RosMessage]:
+        """The messages from `offset` on in file order; `entered(offset)` at each chunk."""
         from mcap.opcode import Opcode
         from mcap.records import Channel, Chunk, Footer, Message, Schema
         from mcap.stream_reader import StreamReader
@@ -223,6 +282,8 @@ class McapRecording(Recording):
                     if record is None or isinstance(record, Footer):
                         return
                     if isinstance(record, Chunk):
+                        if entered is not None:
+                            entered(at)
                         inner = chunk_records(
                             record.compression,
                             record.data,
