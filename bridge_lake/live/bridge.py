@@ -314,21 +314,22 @@ class LiveBridge:
             self.summary.count(p.topic, p.type, len(p.times))
 
     def _write_mcap(self, produced: list[Produced]) -> None:
-        """Each topic's messages in time order (lanes of one topic merged as the exporter
-        merges them; a topic of one lane is written as built, without a copy), flushed."""
+        """The poll's messages merged by time, as the server gets them (each topic's stay in
+        order; a poll of one lane is written as built, without a copy), flushed. Written
+        topic by topic, a first poll that catches up on a whole recording went back in time
+        by its length between topics, and file-order readers played it seconds late."""
         assert self.mcap is not None
-        by_topic: dict[str, list[Produced]] = {}
-        for p in produced:
-            by_topic.setdefault(p.topic, []).append(p)
-        for topic, parts in by_topic.items():
-            cid = self.mcap.channel(topic, parts[0].type, topic in self.topics.latched)
-            times, messages = parts[0].times, parts[0].messages
-            if len(parts) > 1:
-                times = np.concatenate([p.times for p in parts])
-                order = np.argsort(times, kind="stable")
-                times = times[order]
-                messages = Serialized.concat([p.messages for p in parts]).take(order)
-            self.mcap.output.write(np.full(len(times), cid, np.uint16), times, messages)
+        ids = [self.mcap.channel(p.topic, p.type, p.topic in self.topics.latched) for p in produced]
+        cids = np.concatenate(
+            [np.full(len(p.times), c, np.uint16) for p, c in zip(produced, ids, strict=True)]
+        )
+        times, messages = produced[0].times, produced[0].messages
+        if len(produced) > 1:
+            times = np.concatenate([p.times for p in produced])
+            order = np.argsort(times, kind="stable")
+            cids, times = cids[order], times[order]
+            messages = Serialized.concat([p.messages for p in produced]).take(order)
+        self.mcap.output.write(cids, times, messages)
         self.mcap.flush()
 
     async def _server_channels(self, produced: list[Produced]) -> list[int]:

@@ -277,3 +277,21 @@ def test_without_catalog_a_split_recordings_next_part_takes_the_names_of_the_clo
     live, _ = mcap_messages(tmp_path / "live.mcap")
     assert len(live[topic]) == published
     assert len(live["/vehicle/can_0"]) + len(live["/vehicle/can_1"]) > 0  # real names
+
+
+def test_catching_up_on_a_finished_recording_writes_the_mcap_in_time_order(tmp_path, source):
+    """The first poll of a recording already written takes all of it; its MCAP was written
+    topic by topic, going back in time by the recording's length between topics."""
+    from mcap.reader import make_reader
+
+    done = tmp_path / "done.dat"
+    record(source, done, speed=0)
+    out = str(tmp_path / "live.mcap")
+    proc, _ = bridge(done, "--catalog-from", str(source), "--out", out, "--idle-s", "1")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out.decode() + err.decode()
+    with (tmp_path / "live.mcap").open("rb") as f:
+        reader = make_reader(f)
+        times = [m.log_time for _, _, m in reader.iter_messages(log_time_order=False)]
+    assert len({c.topic for c in reader.get_summary().channels.values()}) > 3
+    assert len(times) > 1000 and times == sorted(times)
