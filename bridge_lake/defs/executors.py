@@ -49,9 +49,9 @@ def lake_executor() -> dg.ExecutorDefinition:
 
 
 def celery_executor_def() -> dg.ExecutorDefinition:
-    """dagster-celery's executor configured with CELERY_YAML. The broker is read from the
-    environment when a run starts, not when the code location loads ({env:
-    BRIDGE_LAKE_CELERY_BROKER} in the file)."""
-    from dagster_celery import celery_executor  # optional: only celery deployments have it
+    """dagster-celery's executor, watching the workers of its steps (celery_watch.py),
+    configured with CELERY_YAML. The broker is read from the environment when a run starts,
+    not when the code location loads ({env: BRIDGE_LAKE_CELERY_BROKER} in the file)."""
+    from bridge_lake.defs.celery_watch import watched_celery_executor  # needs the extra
 
-    return celery_executor.configured(celery_config())
+    return watched_celery_executor().configured(celery_config())

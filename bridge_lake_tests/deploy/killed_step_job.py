@@ -1,10 +1,12 @@
 """A job on the Celery executor of bridge_lake/defs/celery.yaml whose step kills its own
-process (kill -9) the first time it runs: test_celery_worker_loss.py."""
+process (kill -9) the first time it runs, and one whose worker is killed whole while it runs:
+test_celery_worker_loss.py."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +14,7 @@ import dagster as dg
 from bridge_lake.defs.executors import celery_executor_def
 
 MARKER_ENV = "BRIDGE_LAKE_TEST_MARKER"
+SECONDS_ENV = "BRIDGE_LAKE_TEST_SECONDS"
 
 
 @dg.op
@@ -27,3 +30,16 @@ def dies_once() -> int:
 @dg.job(executor_def=celery_executor_def())
 def killed_step_job() -> None:
     dies_once()
+
+
+@dg.op
+def runs_long() -> int:
+    """Says it started (the marker), then runs SECONDS_ENV seconds (or until killed)."""
+    Path(os.environ[MARKER_ENV]).write_text(str(os.getpid()))
+    time.sleep(float(os.environ.get(SECONDS_ENV, "600")))
+    return 1
+
+
+@dg.job(executor_def=celery_executor_def())
+def lost_worker_job() -> None:
+    runs_long()

@@ -9,7 +9,9 @@ A real redis-server and a real dagster-celery worker; the instance is a local SQ
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,3 +61,93 @@ def test_a_killed_step_process_is_run_again_and_the_run_succeeds(tmp_path, monke
 
 def _job() -> dg.JobDefinition:
     return killed_step_job.killed_step_job
+
+
+def test_a_run_whose_whole_worker_dies_fails_within_two_minutes_naming_it(tmp_path, monkeypatch):
+    """kill -9 of the whole worker (main process and pool) while it runs a step: Redis keeps
+    the task for visibility_timeout (1800 s) and the run waited for it (issue 33: STARTED for
+    4.5 minutes). The executor pings the worker that took the step and fails the run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
+    marker = tmp_path / "started"
+    with redis_server(free_port(), tmp_path) as broker:
+        env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
+               killed_step_job.MARKER_ENV: str(marker), "PYTHONPATH": os.getcwd(),
+               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        argv = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
+                "-y", str(CELERY_YAML), "-n", "w-doomed", "--", "--concurrency=1"]  # fmt: skip
+        with dg.DagsterInstance.get() as instance:
+            worker = Background("worker", argv, env, tmp_path / "worker.log")
+            killed: list[float] = []
+
+            def kill_when_started() -> None:
+                deadline = time.monotonic() + 150
+                while not marker.exists() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                time.sleep(1)
+                os.killpg(worker.proc.pid, signal.SIGKILL)  # the worker's whole session
+                killed.append(time.monotonic())
+
+            killer = threading.Thread(target=kill_when_started, daemon=True)
+            killer.start()
+            try:
+                job = dg.reconstructable(_lost_worker_job)
+                with dg.execute_job(job, instance=instance, raise_on_error=False) as result:
+                    success, run_id = result.success, result.run_id
+                ended = time.monotonic()
+            finally:
+                worker.stop()
+            run = instance.get_run_by_id(run_id)
+            failures = [
+                _failure_text(e.dagster_event)
+                for e in instance.all_logs(run_id)
+                if e.dagster_event is not None and e.dagster_event.is_run_failure
+            ]
+    assert killed, worker.tail()
+    assert not success and run is not None and run.status == dg.DagsterRunStatus.FAILURE
+    print(f"the run ended {ended - killed[0]:.1f} s after the kill")
+    assert ended - killed[0] < 120, ended - killed[0]
+    assert any("WorkerLost" in f and "w-doomed" in f for f in failures), failures
+
+
+def _lost_worker_job() -> dg.JobDefinition:
+    return killed_step_job.lost_worker_job
+
+
+def _failure_text(event: dg.DagsterEvent) -> str:
+    error = getattr(event.event_specific_data, "error", None)
+    return (event.message or "") + (error.to_string() if error is not None else "")
+
+
+def test_a_worker_running_a_long_step_answers_every_ping(tmp_path, monkeypatch):
+    """The watch never takes a busy worker for a lost one: its main process answers pings
+    while the step runs in its pool. Pinged every second, lost after 5 s of silence, through
+    a 15 s step: the run succeeds."""
+    from bridge_lake.defs import celery_watch
+
+    monkeypatch.setattr(celery_watch, "WATCH_EVERY_S", 1.0)
+    monkeypatch.setattr(celery_watch, "LOST_AFTER_S", 5.0)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
+    with redis_server(free_port(), tmp_path) as broker:
+        env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
+               killed_step_job.MARKER_ENV: str(tmp_path / "started"),
+               killed_step_job.SECONDS_ENV: "15", "PYTHONPATH": os.getcwd(),
+               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        argv = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
+                "-y", str(CELERY_YAML), "-n", "w-busy", "--", "--concurrency=1"]  # fmt: skip
+        with dg.DagsterInstance.get() as instance:
+            worker = Background("worker", argv, env, tmp_path / "worker.log")
+            try:
+                job = dg.reconstructable(_lost_worker_job)
+                with dg.execute_job(job, instance=instance, raise_on_error=False) as result:
+                    success = result.success
+            finally:
+                worker.stop()
+    assert success, worker.tail()

@@ -77,6 +77,7 @@ def test_executor_and_workers_share_one_celery_file_in_the_package() -> None:
     source = config["config_source"]
     assert source["task_acks_late"] is True
     assert source["task_reject_on_worker_lost"] is True
+    assert source["task_track_started"] is True  # the worker of a step, for celery_watch
     assert source["worker_prefetch_multiplier"] == 1
     assert source["broker_transport_options"]["visibility_timeout"] >= 600
     assert config["broker"] == config["backend"] == {"env": "BRIDGE_LAKE_CELERY_BROKER"}
