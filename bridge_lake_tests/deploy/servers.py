@@ -8,6 +8,7 @@ as root, so as root its cluster belongs to the `postgres` user the Debian packag
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -117,6 +118,16 @@ class Postgres:
     password: str
     db: str
     host: str = "127.0.0.1"
+    ctl: Callable[[str], None] | None = None
+    """pg_ctl `stop` or `start` of this server (postgres_server's)."""
+
+    def outage(self, seconds: float) -> None:
+        """The server stopped (fast: every connection cut), and started again `seconds`
+        later on the same port with the same data."""
+        assert self.ctl is not None
+        self.ctl("stop")
+        time.sleep(seconds)
+        self.ctl("start")
 
     def sql(self, query: str) -> list[list[str]]:
         """Rows of `query` read with psql over TCP (password auth), independent of Dagster."""
@@ -208,7 +219,12 @@ def postgres_server(port: int) -> Iterator[Postgres]:
         )
         started = True
         Postgres(bindir, port, pg.user, pg.password, "postgres").sql(f"create database {pg.db}")
-        yield pg
+
+        def ctl(action: str) -> None:
+            ctl_args = ["-m", "fast"] if action == "stop" else ["-l", str(log), "-o", options]
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-w", "-t", "60", *ctl_args, action)
+
+        yield dataclasses.replace(pg, ctl=ctl)
     finally:
         if started:
             run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")

@@ -10,9 +10,9 @@ import yaml
 from dagster._config import Shape, process_config
 from dagster._core.instance.config import dagster_instance_config_schema
 from dagster_celery.executor import CELERY_CONFIG
-from dagster_postgres import DagsterPostgresStorage
 
 from bridge_lake.defs import executors
+from bridge_lake.defs.pg_storage import PatientPostgresStorage
 from bridge_lake_tests.conftest import REPO
 
 DEPLOY = REPO / "docs" / "deploy"
@@ -44,12 +44,15 @@ def test_both_instance_files_watch_runs_and_take_postgres_from_the_environment()
         assert monitoring["start_timeout_seconds"] <= 180
         assert monitoring["cancel_timeout_seconds"] <= 180
         assert monitoring["max_runtime_seconds"] > 2 * 3600  # beyond a drive's lock wait
-        storage = process_config(
-            Shape(DagsterPostgresStorage.config_type()), config["storage"]["postgres"]
+        custom = config["storage"]["custom"]  # the patient storage: a 20 s outage outlived
+        assert (custom["module"], custom["class"]) == (
+            PatientPostgresStorage.__module__,
+            PatientPostgresStorage.__name__,
         )
+        storage = process_config(Shape(PatientPostgresStorage.config_type()), custom["config"])
         assert storage.success, storage.errors
         assert storage.value["postgres_db"]["port"] == 5433  # an int from DAGSTER_PG_PORT
-        db = config["storage"]["postgres"]["postgres_db"]
+        db = custom["config"]["postgres_db"]
         assert {v["env"] for k, v in db.items() if k != "scheme"} == PG_ENV, name
 
 
