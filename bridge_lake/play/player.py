@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import gc
+import signal
 import sys
 import threading
 import time
@@ -478,9 +479,39 @@ def play(source: Recording, options: PlayOptions, report: PlayReport) -> None:
     """Run the player until the source ends (or Ctrl-C); the report is filled either way."""
     player = Player(source, options, report)
     try:
-        asyncio.run(player.run())
+        asyncio.run(_stopped_by_sigint(player))
         if player.stop_reason is None:
             report.outcome = "ended"
     except KeyboardInterrupt:
         report.outcome = "interrupted"
         report.finished()
+
+
+async def _stopped_by_sigint(player: Player) -> None:
+    """`player.run()`, cancelled by Ctrl-C from inside the loop (`add_signal_handler`), then
+    KeyboardInterrupt. asyncio.run's own SIGINT handler cancels the task from a Python signal
+    handler, at any bytecode: landing between a thread's result and the future taking it, it
+    printed an InvalidStateError traceback (CI, `play --loop`). A second Ctrl-C interrupts
+    at once."""
+    if threading.current_thread() is not threading.main_thread():
+        await player.run()
+        return
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    asked: list[bool] = []
+
+    def on_sigint() -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(True)
+        assert task is not None
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        await player.run()
+    except asyncio.CancelledError:
+        if asked:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
