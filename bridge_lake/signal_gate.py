@@ -124,8 +124,10 @@ def release() -> None:
         return
     gate, _GATE = _GATE, None
     gate._closing.set()
-    gate._thread.join()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS - _MASK_BEFORE)
+    try:  # (a last interrupt from the gate thread can land in the join)
+        gate._thread.join()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS - _MASK_BEFORE)
 
 
 @contextmanager

@@ -8,14 +8,18 @@ run STARTED for 4.5 minutes, until Terminate). So this executor asks Celery itse
 means Celery has for it: the task's STARTED state names the worker that took it
 (`task_track_started`), and that worker is pinged over the broker (`app.control.ping`,
 answered by the worker's main process even while a step runs in its pool). A worker that has
-not answered for LOST_AFTER_S is lost: the step fails with a `WorkerLost` error that names
-the worker, its task is revoked (live workers skip it when Redis hands it out again), and
-dagster-celery's loop ends the run FAILED with "[step]: WorkerLost: ...". A step's process
-killed while its worker lives is Celery's own case (reject-on-worker-lost sends it again).
+not answered for LOST_AFTER_S is lost: the step gets a STEP_FAILURE event whose error is a
+`WorkerLost` naming the worker (handed to dagster-celery's loop as the task's events, so its
+downstream steps are skipped and the other branches finish: raising from the result instead
+left the loop waiting for steps it would no longer submit), and its task is revoked. Only
+workers alive then remember a revocation; a worker started later without `--statedb` could
+still run the task when the broker hands it out again after `visibility_timeout`. A step's
+process killed while its worker lives is Celery's own case (reject-on-worker-lost).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -34,10 +38,11 @@ class WorkerLost(Exception):
 
 class WatchedResult:
     """A step's AsyncResult for dagster-celery's loop (`ready`, `get`, `revoke`), which is
-    also ready, with a WorkerLost error, when the worker that took the step is lost."""
+    also ready when the worker running the step is lost: `get` then gives the step's
+    failure event instead of the worker's events."""
 
-    def __init__(self, result: Any, app: Any, step_key: str) -> None:
-        self.result, self.app, self.step_key = result, app, step_key
+    def __init__(self, result: Any, app: Any, step_context: Any) -> None:
+        self.result, self.app, self.step_context = result, app, step_context
         self.lost: str | None = None
         self._worker: str | None = None
         self._next = time.monotonic() + WATCH_EVERY_S
@@ -51,8 +56,9 @@ class WatchedResult:
             return False
         self._next = now + WATCH_EVERY_S
         worker = self._taken_by()
-        if worker is None:  # still queued: no worker to watch yet
-            self._answered = now
+        if worker != self._worker:  # taken (again: a task sent back goes to another one)
+            self._worker, self._answered = worker, now
+        if worker is None:  # queued: no worker to watch yet
             return False
         replies = self.app.control.ping(destination=[worker], timeout=PING_TIMEOUT_S)
         if any(worker in r for r in replies or ()):
@@ -62,34 +68,46 @@ class WatchedResult:
         if silent < LOST_AFTER_S:
             return False
         self.lost = (
-            f"celery worker {worker} took step {self.step_key} and has answered no ping for "
-            f"{silent:.0f} s: it died or was cut off (its task is revoked; the run fails "
-            "instead of waiting for the broker's visibility_timeout)"
+            f"celery worker {worker} took step {self.step_context.step.key} and has answered "
+            f"no ping for {silent:.0f} s: it died or was cut off (its task is revoked; the "
+            "run does not wait for the broker's visibility_timeout)"
         )
         self.result.revoke()
         return True
 
     def get(self) -> Any:
-        if self.lost is not None:
+        if self.lost is None:
+            return self.result.get()
+        from dagster._core.events import DagsterEvent
+        from dagster._core.execution.plan.objects import StepFailureData
+        from dagster._serdes import serialize_value
+        from dagster._utils.error import serializable_error_info_from_exc_info
+
+        try:
             raise WorkerLost(self.lost)
-        return self.result.get()
+        except WorkerLost:
+            error = serializable_error_info_from_exc_info(sys.exc_info())
+        event = DagsterEvent.step_failure_event(  # logged to the run here, as a worker would
+            self.step_context, StepFailureData(error=error, user_failure_data=None)
+        )
+        return [serialize_value(event)]
 
     def revoke(self) -> None:
         self.result.revoke()
 
     def _taken_by(self) -> str | None:
-        """The hostname of the worker running the task (its STARTED state's info)."""
-        if self._worker is None:
-            info = self.result.info if self.result.state == "STARTED" else None
-            if isinstance(info, dict) and info.get("hostname"):
-                self._worker = str(info["hostname"])
+        """The hostname of the worker running the task now (its STARTED state's info)."""
+        info = self.result.info if self.result.state == "STARTED" else None
+        if isinstance(info, dict) and info.get("hostname"):
+            return str(info["hostname"])
         return self._worker
 
 
 def _watched_submit(app: Any, plan_context: Any, step: Any, *args: Any) -> WatchedResult:
     from dagster_celery.executor import _submit_task
 
-    return WatchedResult(_submit_task(app, plan_context, step, *args), app, step.key)
+    result = _submit_task(app, plan_context, step, *args)
+    return WatchedResult(result, app, plan_context.for_step(step))
 
 
 def watched_celery_executor() -> dg.ExecutorDefinition:

@@ -6,9 +6,13 @@ restart therefore failed the step that was writing an event ("too many retries f
 connection") and lost check results (issue 33). PatientPostgresStorage is the same storage
 (same tables, same config, the UI and daemon read it as usual) whose three storages open
 their connections with a longer patience: OUTAGE_S, backing off up to 2 s between tries, each
-try logged. Queries themselves are not retried: a statement cut by the outage fails as before
-(they are short, and connections are opened per statement, so an outage between statements
-only delays the next one).
+try logged, and the storage itself is built only once the database answers. Queries themselves
+are not retried: a statement cut by the outage fails as before (they are short, and
+connections are opened per statement, so an outage between statements only delays the next
+one); nor are the few reads that connect on their own (dagster-postgres' event-log cursor
+walk in `_gen_event_log_entry_from_cursor`). The instance file names this module, so every
+process that loads the instance (webserver, daemon, code server, workers) must have
+bridge_lake installed.
 
 In dagster.yaml, in place of `storage: postgres:` (the same `postgres_db` block):
 
@@ -37,7 +41,11 @@ from dagster_postgres import (
     PostgresRunStorage,
     PostgresScheduleStorage,
 )
-from dagster_postgres.utils import DagsterPostgresException, pg_url_from_config
+from dagster_postgres.utils import (
+    DagsterPostgresException,
+    create_pg_engine,
+    pg_url_from_config,
+)
 
 OUTAGE_S = 90.0
 """How long a connection is waited for before the write fails (a restart, a failover)."""
@@ -99,7 +107,15 @@ class PatientPostgresStorage(DagsterPostgresStorage):
         inst_data: ConfigurableClassData | None = None,
         token_provider: Any = None,
     ) -> None:
-        # DagsterPostgresStorage.__init__ builds the stock storages: build these instead
+        # DagsterPostgresStorage.__init__ builds the stock storages: build these instead, once
+        # the database answers (their constructors read the table names with the stock 6 s
+        # patience: a worker or run process starting during an outage would fail there)
+        engine = create_pg_engine(postgres_url, token_provider, poolclass=sqlalchemy.pool.NullPool)
+        try:
+            with patient_connection(engine):
+                pass
+        finally:
+            engine.dispose()
         self.postgres_url = postgres_url
         self.should_autocreate_tables = should_autocreate_tables
         self._inst_data = inst_data

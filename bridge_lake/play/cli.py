@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             report.finished()
             raise
         finally:  # an error before anything was sent is the CLI's one line, no table
-            if report.sent() or (report.wall_s and not report.error):
+            if report.sent() or (report.wall_s and report.outcome != "error"):
                 print(report.table(), flush=True)
             if args.report is not None and (report.wall_s or report.error):
                 report.write(args.report)

@@ -491,8 +491,8 @@ async def _stopped_by_sigint(player: Player) -> None:
     """`player.run()`, cancelled by Ctrl-C from inside the loop (`add_signal_handler`), then
     KeyboardInterrupt. asyncio.run's own SIGINT handler cancels the task from a Python signal
     handler, at any bytecode: landing between a thread's result and the future taking it, it
-    printed an InvalidStateError traceback (CI, `play --loop`). A second Ctrl-C interrupts
-    at once."""
+    printed an InvalidStateError traceback (CI, `play --loop`). A second Ctrl-C raises
+    KeyboardInterrupt as soon as the loop runs its callbacks."""
     if threading.current_thread() is not threading.main_thread():
         await player.run()
         return

@@ -169,7 +169,9 @@ def _open(path: Path) -> Iterator[tuple[dict[str, str], Messages]]:
             decode = RosbagsDecoder({key: file_types(recording.channels.values())})
 
         def messages(wanted: list[str]) -> Iterator[tuple[str, int, object]]:
-            stream = recording.messages_in_time_order(topics=wanted)
+            stream = recording.messages(topics=wanted)
+            if not recording.time_ordered:  # MCAP in file order: in log time order, stably
+                stream = iter(sorted(stream, key=lambda m: m.log_time))
             try:
                 for m in stream:
                     yield m.channel.topic, m.log_time, decode(m)

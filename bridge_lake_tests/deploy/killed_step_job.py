@@ -15,6 +15,7 @@ from bridge_lake.defs.executors import celery_executor_def
 
 MARKER_ENV = "BRIDGE_LAKE_TEST_MARKER"
 SECONDS_ENV = "BRIDGE_LAKE_TEST_SECONDS"
+OTHER_SECONDS_ENV = "BRIDGE_LAKE_TEST_OTHER_SECONDS"
 
 
 @dg.op
@@ -40,6 +41,20 @@ def runs_long() -> int:
     return 1
 
 
+@dg.op
+def outlasts_the_loss() -> int:
+    """Another branch, still running when the loss is found (OTHER_SECONDS_ENV s)."""
+    time.sleep(float(os.environ.get(OTHER_SECONDS_ENV, "0")))
+    return 1
+
+
+@dg.op
+def after_it(x: int) -> int:
+    """Submitted only once the other branch is done: after the loss was found."""
+    return x
+
+
 @dg.job(executor_def=celery_executor_def())
 def lost_worker_job() -> None:
     runs_long()
+    after_it(outlasts_the_loss())

@@ -200,10 +200,11 @@ class McapRecording(Recording):
         """In log time order with memory bounded by how far the file's chunks overlap in
         time: a message waits in a heap until no chunk still to be read starts before it
         (what the `mcap` reader's log_time_order does). A file of disjoint chunks in time
-        order holds one chunk at most; one without chunk indexes is sorted in memory. The
-        live bridge writes each poll stream by stream, so its MCAPs go back 7 s at times."""
+        order holds one chunk at most. A file without chunk indexes (cut short, or
+        unchunked) streams in file order, as it did: nothing bounds how far back it goes.
+        The live bridge wrote each poll topic by topic: its MCAPs went back 7 s at times."""
         if not self._chunk_indexes:
-            return super().messages_in_time_order(start_ns, topics)
+            return self.messages(start_ns, topics)
         return self._merged(start_ns, set(topics) if topics is not None else None)
 
     def _merged(self, start_ns: int | None, wanted: set[str] | None) -> Iterator[RosMessage]:
