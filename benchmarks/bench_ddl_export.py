@@ -168,6 +168,7 @@ def build_lake(root: Path, ddl, rows: pa.Table):
         "records_read": [n],
         "rows_written": [n],
         "rows_quarantined": [0],
+        "records_joined": [0],
         "first_time_ns": [t[0].as_py()],
         "last_time_ns": [t[-1].as_py()],
         "ddl_struct": ["tVehicleState"],

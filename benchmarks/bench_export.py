@@ -131,6 +131,7 @@ def build_lake(root: Path, *, imu_rows: int, scans: int, points: int) -> tuple[o
         "records_read": [imu_rows, scans],
         "rows_written": [imu_rows, scans],
         "rows_quarantined": [0, 0],
+        "records_joined": [0, 0],
         "first_time_ns": [int(t_imu[0]), int(t_scan[0])],
         "last_time_ns": [int(t_imu[-1]), int(t_scan[-1])],
     }

@@ -1,7 +1,7 @@
 """What a raw GB costs through every default layer: CPU seconds, lake bytes, peak RSS, against
 the code before issue 30, side by side.
 
-    python benchmarks/bench_fleet_cost.py --smoke     # CI: a 0.3-minute light drive of each
+    python benchmarks/bench_fleet_cost.py --smoke     # CI: a 0.3-minute light ADTF drive
     python benchmarks/bench_fleet_cost.py             # the issue's figure: 10 minutes of each
     python benchmarks/bench_fleet_cost.py --minutes 3 --sources nclt --rounds 1
 
@@ -267,7 +267,9 @@ def report(source: str, raw: int, ours: list[Run], base: list[Run], floor: float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="0.3-minute light drives (CI)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a 0.3-minute light ADTF drive only (CI)"
+    )
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--sources", nargs="+", default=["adtf", "nclt"])
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per code")
@@ -275,12 +277,13 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep sources and drives here")
     args = parser.parse_args()
     minutes, rounds = (0.3, 1) if args.smoke else (args.minutes, args.rounds)
+    sources = ["adtf"] if args.smoke else args.sources  # CI: the side-by-side path, once
     work = args.workdir or Path(tempfile.mkdtemp(prefix="fleet-cost-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         src = {"ours": source_tree("HEAD", work), args.baseline: source_tree(args.baseline, work)}
         print(f"load {os.getloadavg()[0]:.1f}; {minutes} min per drive, {rounds} rounds")
-        for source in args.sources:
+        for source in sources:
             landing = work / f"landing-{source}-{minutes}"
             drive = landing / "x"
             if not landing.exists():
