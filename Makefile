@@ -69,8 +69,10 @@ ros1:
 	  else echo "apt has no ROS 1 packages (not Debian): the ROS 1 tests will skip"; fi; }
 
 ## test: the full test suite (with the integration tests, which need postgres, redis, ROS 1)
+## test: the whole suite on two workers (pytest-xdist), each test file on one of them (its
+## module fixtures made once); serial it took 28 min on the 2-core machine
 test: install chromium postgres redis ros1
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: install
 	$(BIN)/ruff check .
