@@ -31,20 +31,11 @@ BIN = Path(sys.executable).parent
 
 
 def test_a_killed_step_process_is_run_again_and_the_run_succeeds(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
     marker = tmp_path / "killed-once"
     with redis_server(free_port(), tmp_path) as broker:
-        env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
-               killed_step_job.MARKER_ENV: str(marker), "PYTHONPATH": os.getcwd(),
-               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
-        argv = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
-                "-y", str(CELERY_YAML), "-n", "w1", "--", "--concurrency=1"]  # fmt: skip
+        env = _environment(tmp_path, broker, monkeypatch, {killed_step_job.MARKER_ENV: str(marker)})
         with dg.DagsterInstance.get() as instance:  # its schema made before the worker reads it
-            worker = Background("worker", argv, env, tmp_path / "worker.log")
+            worker = Background("worker", _worker_argv("w1"), env, tmp_path / "worker.log")
             try:
                 job = dg.reconstructable(_job)
                 start = time.monotonic()
@@ -69,17 +60,10 @@ def test_a_run_whose_whole_worker_dies_fails_within_two_minutes_naming_it(tmp_pa
     4.5 minutes). The executor pings the worker that took the step and fails the step; the
     other branch, on the other worker, still finishes (its next step is submitted after the
     loss was found), and the run ends FAILED naming the worker."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
     marker = tmp_path / "started"
     with redis_server(free_port(), tmp_path) as broker:
-        env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
-               killed_step_job.MARKER_ENV: str(marker),
-               killed_step_job.OTHER_SECONDS_ENV: "75", "PYTHONPATH": os.getcwd(),
-               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
+        extra = {killed_step_job.MARKER_ENV: str(marker), killed_step_job.OTHER_SECONDS_ENV: "75"}
+        env = _environment(tmp_path, broker, monkeypatch, extra)
         with dg.DagsterInstance.get() as instance:
             workers = {
                 name: Background(name, _worker_argv(name), env, tmp_path / f"{name}.log")
@@ -121,6 +105,22 @@ def test_a_run_whose_whole_worker_dies_fails_within_two_minutes_naming_it(tmp_pa
     assert {e.step_key for e in events if e.is_step_success} == {"outlasts_the_loss", "after_it"}
 
 
+def _environment(
+    tmp_path: Path, broker: str, monkeypatch: pytest.MonkeyPatch, extra: dict[str, str]
+) -> dict[str, str]:
+    """The workers' and this process's environment: a Dagster home of its own (compute logs
+    without `tail` children), the broker, the job module on the path, and `extra`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
+    env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
+           "PYTHONPATH": os.getcwd(), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           **extra}  # fmt: skip
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
 def _worker_argv(name: str) -> list[str]:
     return [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
             "-y", str(CELERY_YAML), "-n", name, "--", "--concurrency=1"]  # fmt: skip
@@ -143,20 +143,12 @@ def test_a_worker_running_a_long_step_answers_every_ping(tmp_path, monkeypatch):
 
     monkeypatch.setattr(celery_watch, "WATCH_EVERY_S", 1.0)
     monkeypatch.setattr(celery_watch, "LOST_AFTER_S", 5.0)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump({"compute_logs": COMPUTE_LOGS}))
     with redis_server(free_port(), tmp_path) as broker:
-        env = {**os.environ, "DAGSTER_HOME": str(home), "BRIDGE_LAKE_CELERY_BROKER": broker,
-               killed_step_job.MARKER_ENV: str(tmp_path / "started"),
-               killed_step_job.SECONDS_ENV: "15", "PYTHONPATH": os.getcwd(),
-               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
-        argv = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
-                "-y", str(CELERY_YAML), "-n", "w-busy", "--", "--concurrency=1"]  # fmt: skip
+        extra = {killed_step_job.MARKER_ENV: str(tmp_path / "started"),
+                 killed_step_job.SECONDS_ENV: "15"}  # fmt: skip
+        env = _environment(tmp_path, broker, monkeypatch, extra)
         with dg.DagsterInstance.get() as instance:
-            worker = Background("worker", argv, env, tmp_path / "worker.log")
+            worker = Background("worker", _worker_argv("w-busy"), env, tmp_path / "worker.log")
             try:
                 job = dg.reconstructable(_lost_worker_job)
                 with dg.execute_job(job, instance=instance, raise_on_error=False) as result:
