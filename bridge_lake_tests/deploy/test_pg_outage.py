@@ -53,7 +53,9 @@ def test_a_20_s_postgres_outage_is_waited_out_and_the_run_succeeds(tmp_path):
               "password": pg.password, "scheme": "postgresql+psycopg2"}  # fmt: skip
         storage = {"module": "bridge_lake.defs.pg_storage", "class": "PatientPostgresStorage",
                    "config": {"postgres_db": db}}  # fmt: skip
-        config = {"storage": {"custom": storage}, "compute_logs": COMPUTE_LOGS}
+        # compute logs under the home: without DAGSTER_HOME set they went to ./storage
+        logs = {**COMPUTE_LOGS, "config": {"base_dir": str(home / "storage")}}
+        config = {"storage": {"custom": storage}, "compute_logs": logs}
         (home / "dagster.yaml").write_text(yaml.safe_dump(config))
         outage: list[float] = []
 
