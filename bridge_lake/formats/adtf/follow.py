@@ -449,8 +449,8 @@ class AdtfFollower:
             else:
                 stream = _stream(sid, name, KIND_ADTF2, None, None)
         elif stype is not None:
-            serializer = known.serializer if known is not None and known.serializer else None
-            stream = _stream(sid, name, KIND_ADTF3, stype, serializer or _serializer(h.version))
+            serializer = (known.serializer if known is not None else None) or _serializer(h.version)
+            stream = _stream(sid, name, KIND_ADTF3, stype, serializer)
             issues = ifhd.Issues(strict=False)
             attach_ddl(stream, stype, path=self.path, offset=offset, issues=issues)
             out.notices += [str(e) for e in issues.items]
