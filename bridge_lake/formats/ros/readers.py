@@ -89,12 +89,10 @@ class Recording:
         self, start_ns: int | None = None, topics: Collection[str] | None = None
     ) -> Iterator[RosMessage]:
         """`messages` in log time order, equal times in reading order: what a player plays
-        (as `ros2 bag play` and Foxglove do). A reader that yields so already streams;
-        another one is sorted in memory (MCAP overrides it to stream through its index)."""
-        stream = self.messages(start_ns) if topics is None else self.messages(start_ns, topics)
-        if self.time_ordered:
-            return stream
-        return iter(sorted(stream, key=lambda m: m.log_time))
+        (as `ros2 bag play` and Foxglove do). Bags and lake drives yield so already
+        (`time_ordered`); MCAP, in file order, overrides this to merge through its index."""
+        assert self.time_ordered, f"{type(self).__name__} reads in file order: override this"
+        return self.messages(start_ns) if topics is None else self.messages(start_ns, topics)
 
     def close(self) -> None:
         """Release the files; `messages` iterators opened before stop working."""
@@ -182,10 +180,7 @@ class McapRecording(Recording):
     def messages(
         self, start_ns: int | None = None, topics: Collection[str] | None = None
     ) -> Iterator[RosMessage]:
-        offset = 0
-        if start_ns is not None and self._chunk_indexes:
-            reaching = [c for c in self._chunk_indexes if c.message_end_time >= start_ns]
-            offset = reaching[0].chunk_start_offset if reaching else -1
+        offset = self._first_offset(start_ns)
         if offset < 0:
             return iter(())
         stream = self._stream(offset, start_ns, collect=False)
@@ -218,12 +213,9 @@ class McapRecording(Recording):
         def entered(offset: int) -> None:
             horizon[0] = horizon_at.get(offset, horizon[0])
 
-        offset = 0
-        if start_ns is not None:
-            reaching = [c for c in self._chunk_indexes if c.message_end_time >= start_ns]
-            if not reaching:
-                return
-            offset = reaching[0].chunk_start_offset
+        offset = self._first_offset(start_ns)
+        if offset < 0:
+            return
         heap: list[tuple[int, int, RosMessage]] = []
         for seq, m in enumerate(self._stream(offset, start_ns, collect=False, entered=entered)):
             if wanted is None or m.channel.topic in wanted:
@@ -232,6 +224,14 @@ class McapRecording(Recording):
                 yield heapq.heappop(heap)[2]
         while heap:
             yield heapq.heappop(heap)[2]
+
+    def _first_offset(self, start_ns: int | None) -> int:
+        """Where reading from `start_ns` starts: the first chunk reaching it (through the
+        index; 0 without one), -1 when no chunk does."""
+        if start_ns is None or not self._chunk_indexes:
+            return 0
+        reaching = [c for c in self._chunk_indexes if c.message_end_time >= start_ns]
+        return reaching[0].chunk_start_offset if reaching else -1
 
     def metadata(self) -> list[tuple[str, dict[str, str]]]:
         """(name, key/values) of the file's metadata records, through the summary's index."""
